@@ -1,0 +1,99 @@
+// The one replay engine. It stands in for the model's HTTP endpoint with msw: each request
+// the agent loop sends gets the scenario's next recorded reply. The tests, the offline demo
+// and the exercises all use it, so what a newcomer sees is what the tests check.
+//
+// It is strict on purpose: a request past the end of the scenario, a request whose tool
+// results do not answer the previous reply's tool calls, or replies left over at the end
+// are all problems, because each means the loop did not do what the recording expects.
+import { http, HttpResponse, type HttpHandler } from "msw";
+import { setupServer } from "msw/node";
+import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
+import type { Scenario } from "./scenario.ts";
+
+export interface Replay {
+  /** The request bodies the model received, in order. */
+  readonly requests: MessageCreateParams[];
+  /** What went wrong so far, in words a learner can act on. */
+  readonly problems: string[];
+  /** How many recorded replies have not been asked for yet. */
+  remaining(): number;
+  /** Every problem, plus any replies left over; empty when the session matched the recording. */
+  verdict(): string[];
+}
+
+/** msw handlers that answer the model's endpoint (and any scenario web pages) from a scenario. */
+export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; replay: Replay } {
+  const requests: MessageCreateParams[] = [];
+  const problems: string[] = [];
+  let next = 0;
+
+  const replay: Replay = {
+    requests,
+    problems,
+    remaining: () => scenario.replies.length - next,
+    verdict: () => {
+      const left = scenario.replies.length - next;
+      return left > 0 ? [...problems, `${left} recorded reply/replies were never asked for`] : [...problems];
+    },
+  };
+
+  // Any host: the learner's ANTHROPIC_BASE_URL may point anywhere, the path is the same.
+  const model = http.post("*/v1/messages", async ({ request }) => {
+    const body = (await request.json()) as MessageCreateParams;
+    requests.push(body);
+    const index = next;
+    if (index >= scenario.replies.length) {
+      return refuse(problems, `request ${index + 1} came after the last recorded reply (${scenario.replies.length})`);
+    }
+    const mismatch = index > 0 ? unansweredCalls(scenario.replies[index - 1], body) : undefined;
+    if (mismatch) return refuse(problems, `request ${index + 1}: ${mismatch}`);
+    next += 1;
+    return HttpResponse.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
+  });
+
+  const pages = Object.entries(scenario.web ?? {}).map(([url, page]) =>
+    http.get(url, () =>
+      new HttpResponse(page.body, {
+        status: page.status ?? 200,
+        headers: { "content-type": page.contentType ?? "text/html; charset=utf-8", ...page.headers },
+      }),
+    ),
+  );
+
+  return { handlers: [model, ...pages], replay };
+}
+
+/** If the previous reply asked for tools, the next request must answer each call, in order. */
+function unansweredCalls(previous: Message, body: MessageCreateParams): string | undefined {
+  if (previous.stop_reason !== "tool_use") return undefined;
+  const asked = previous.content.flatMap((b) => (b.type === "tool_use" ? [b.id] : []));
+  const last = body.messages.at(-1);
+  const content = last && last.role === "user" && Array.isArray(last.content) ? last.content : [];
+  const answered = content.flatMap((b) => (b.type === "tool_result" ? [b.tool_use_id] : []));
+  if (asked.join(",") === answered.join(",")) return undefined;
+  return `expected tool results for [${asked.join(", ")}] in that order, got [${answered.join(", ")}]`;
+}
+
+function refuse(problems: string[], problem: string) {
+  problems.push(problem);
+  // A 400 with x-should-retry: false, so the SDK reports it at once instead of retrying.
+  return HttpResponse.json(
+    { type: "error", error: { type: "invalid_request_error", message: `Replay: ${problem}` } },
+    { status: 400, headers: { "x-should-retry": "false" } },
+  );
+}
+
+export interface RunningReplay extends Replay {
+  close(): void;
+}
+
+/**
+ * Serve a scenario until close(). Requests the scenario does not cover fail instead of
+ * reaching the network, unless `allowUnhandled` (a test that runs its own loopback server).
+ */
+export function startReplay(scenario: Scenario, options: { allowUnhandled?: boolean } = {}): RunningReplay {
+  const { handlers, replay } = replayHandlers(scenario);
+  const server = setupServer(...handlers);
+  server.listen({ onUnhandledRequest: options.allowUnhandled ? "bypass" : "error" });
+  return { ...replay, close: () => server.close() };
+}
