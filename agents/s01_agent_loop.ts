@@ -25,6 +25,7 @@ if (existsSync(".env")) process.loadEnvFile(".env");
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
+const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
 // With no key the program replays a recorded demo, so the placeholder key is never sent
 // anywhere. `fetch` is looked up at each request so the replay (msw) can stand in for the API.
 const client = new Anthropic({
@@ -60,7 +61,6 @@ export const TOOLS: Tool[] = [
 // A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
 // The real answer is asking a person before running a command (s05, s06).
 const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"];
-const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
 const DEFAULT_TIMEOUT = 120;
 const MAX_TIMEOUT = 600;
 
@@ -74,7 +74,7 @@ function runBash(input: Record<string, unknown>): Promise<string> {
     // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
     // its own process group, so a timeout can kill the command and everything it started.
     const child = spawn("bash", ["-c", command], { cwd: workspace(), stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const output = new HeadAndTail(MAX_OUTPUT);
+    const output = new HeadAndTail();
     child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
     const killGroup = () => child.pid && process.kill(-child.pid, "SIGKILL");
@@ -101,36 +101,36 @@ function runBash(input: Record<string, unknown>): Promise<string> {
   });
 }
 
-/** Keeps the first and last `limit / 2` characters of a stream, and counts what it drops. */
+/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
 class HeadAndTail {
   private head = "";
   private tail = "";
   private total = 0;
-  constructor(private readonly limit: number) {}
   add(text: string) {
     this.total += text.length;
-    const roomInHead = this.limit / 2 - this.head.length;
+    const roomInHead = KEEP - this.head.length;
     if (roomInHead > 0) {
       this.head += text.slice(0, roomInHead);
       text = text.slice(roomInHead);
     }
-    this.tail = (this.tail + text).slice(-this.limit / 2);
+    this.tail = (this.tail + text).slice(-KEEP);
   }
   text(): string {
     const cut = this.total - this.head.length - this.tail.length;
-    if (cut <= 0) return this.head + this.tail;
-    return `${this.head}\n... [${cut} characters cut from the middle, ${this.total} in all] ...\n${this.tail}`;
+    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
   }
 }
 // #endregion bash
 
-// #region run-tool
+// #region dispatch
 type Handler = (input: Record<string, unknown>) => string | Promise<string>;
 
 export const TOOL_HANDLERS: Record<string, Handler> = {
   bash: runBash,
 };
+// #endregion dispatch
 
+// #region run-tool
 /** Run one tool call. Never throws: a failure becomes a result the model can read and act on. */
 async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   console.log(dim(`> ${call.name} ${oneLine(Object.values(call.input ?? {}))}`));
@@ -142,15 +142,25 @@ async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   } else {
     try {
       const output = await handler((call.input ?? {}) as Record<string, unknown>);
-      result = { type: "tool_result", tool_use_id: call.id, content: output };
+      result = { type: "tool_result", tool_use_id: call.id, content: clip(output) };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: `Error: ${message}` };
+      result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(`Error: ${message}`) };
     }
   }
   console.log(dim(`  ${oneLine([result.content])}`));
   return result;
 }
+
+/** The model sees at most MAX_OUTPUT characters of one result: the head and the tail, with a marker. */
+function clip(text: string): string {
+  if (text.length <= MAX_OUTPUT) return text;
+  return text.slice(0, KEEP) + marker(text.length - 2 * KEEP, text.length) + text.slice(-KEEP);
+}
+
+// What is kept at each end of a long result; the rest of MAX_OUTPUT is room for the marker.
+const KEEP = (MAX_OUTPUT - 100) / 2;
+const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
 
 function requireString(input: Record<string, unknown>, name: string): string {
   const value = input[name];
