@@ -95,7 +95,7 @@ function runBash(input: Record<string, unknown>): Promise<string> {
         child.stderr.destroy();
         child.unref();
         const text = output.text() || "(no output)";
-        resolve(code === 0 ? text : `${text}\n[exit code ${code ?? "killed"}]`);
+        resolve(code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`);
       }, 50);
     });
   });

@@ -13,7 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { APIConnectionError, APIError } from "@anthropic-ai/sdk";
-import { loadScenario, scenarioPath, REPO_ROOT } from "./scenario.ts";
+import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "./scenario.ts";
 import { startReplay } from "./replay.ts";
 import { startRecording, type Recording } from "./record.ts";
 import { lineTerminal, nobody, scriptedTerminal, terminal, typeOut, useTerminal, type Terminal } from "./terminal.ts";
@@ -28,6 +28,8 @@ export interface StageProgram {
   hasKey: boolean;
   /** The command line after the file name. */
   args: string[];
+  /** Called before a replay starts, for what a stage needs from the scenario (s04: its host names). */
+  prepareReplay?: (scenario: Scenario) => void;
 }
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -147,6 +149,7 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
 
   const home = process.cwd();
   process.chdir(workspace); // the workspace is the directory the program runs in
+  program.prepareReplay?.(scenario);
   const replay = startReplay(scenario);
   useTerminal(scriptedTerminal(scenario.answers ?? []));
   const history: MessageParam[] = [];

@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["tests/**/*.test.ts"],
+    // Each test file runs in its own process, so a test may change directory into its own
+    // temporary workspace (worker threads cannot chdir).
+    pool: "forks",
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // What a learner's shell holds must not change a test: no key, no provider, no model.
+    env: { ANTHROPIC_API_KEY: "", ANTHROPIC_BASE_URL: "", ANTHROPIC_AUTH_TOKEN: "", MODEL_ID: "" },
+    silent: "passed-only",
+  },
+});
