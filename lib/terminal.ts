@@ -21,13 +21,18 @@ export function lineTerminal(
   let waiting: ((line: string | null) => void) | undefined;
   let ended = false;
 
+  // A terminal shows what the person types; piped lines are echoed so the transcript reads well.
+  const echo = (line: string) => {
+    if (!input.isTTY) output.write(`${line}\n`);
+    return line;
+  };
   const answer = (line: string | null) => {
     const resolve = waiting;
     waiting = undefined;
     resolve?.(line);
   };
   // Piped input arrives all at once; keep lines until someone asks, so none is lost.
-  rl.on("line", (line) => (waiting ? answer(line) : queued.push(line)));
+  rl.on("line", (line) => (waiting ? answer(echo(line)) : queued.push(line)));
   rl.on("close", () => {
     ended = true;
     answer(null);
@@ -44,11 +49,7 @@ export function lineTerminal(
     ask(prompt) {
       rl.setPrompt(prompt);
       rl.prompt();
-      if (queued.length > 0) {
-        const line = queued.shift()!;
-        if (!input.isTTY) output.write(`${line}\n`); // echo piped input so the transcript reads well
-        return Promise.resolve(line);
-      }
+      if (queued.length > 0) return Promise.resolve(echo(queued.shift()!));
       if (ended) {
         output.write("\n");
         return Promise.resolve(null);

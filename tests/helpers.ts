@@ -7,6 +7,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach } from "vitest";
 import { getResponse } from "msw";
 import type { ContentBlock, Message, MessageCreateParams, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
@@ -29,6 +30,17 @@ export function stageFile(stage: string): string {
   const file = stageFiles().find((f) => path.basename(f).startsWith(`${stage}_`));
   if (!file) throw new Error(`no stage file for ${stage}`);
   return file;
+}
+
+/** The text between `// #region name` and `// #endregion name` of a source file, or undefined. */
+export function region(source: string, name: string): string | undefined {
+  const match = source.match(new RegExp(`// #region ${name}\\n([\\s\\S]*?)// #endregion ${name}\\n`));
+  return match?.[1];
+}
+
+/** The names of every `// #region name` in a source file, in order. */
+export function regionNames(source: string): string[] {
+  return [...source.matchAll(/\/\/ #region ([\w-]+)\n/g)].map((m) => m[1]);
 }
 
 /**
@@ -126,6 +138,10 @@ export function resultText(result: ToolResultBlockParam): string {
   return (content ?? []).map((b) => ("text" in b ? b.text : "")).join("");
 }
 
+// `npx tsx` in the repository resolves tsx from there; a child started in a temporary
+// folder needs the loader's full address.
+const TSX_LOADER = pathToFileURL(path.join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+
 export interface RunResult {
   code: number | null;
   stdout: string;
@@ -134,17 +150,18 @@ export interface RunResult {
 
 /**
  * Run a stage as a learner would (`npx tsx agents/sNN.ts ...`), in `cwd`, with no key
- * unless `env` gives one, and `input` typed on stdin (then end of input).
+ * unless `env` gives one, and `input` typed on stdin (then end of input). The system's
+ * temporary folder is `tmpdir` (default: `cwd`), so nothing lands outside the test's folder.
  */
 export function runStage(
   stage: string,
-  options: { args?: string[]; input?: string; env?: Record<string, string>; cwd: string; timeoutMs?: number },
+  options: { args?: string[]; input?: string; env?: Record<string, string>; cwd: string; tmpdir?: string; timeoutMs?: number },
 ): Promise<RunResult> {
-  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: options.cwd, NO_COLOR: "1" };
+  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: options.tmpdir ?? options.cwd };
   for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
   Object.assign(env, options.env);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", stageFile(stage), ...(options.args ?? [])], {
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, stageFile(stage), ...(options.args ?? [])], {
       cwd: options.cwd,
       env,
       stdio: ["pipe", "pipe", "pipe"],

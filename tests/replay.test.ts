@@ -1,0 +1,90 @@
+// The replay engine is strict: anything the recording does not expect is a problem, named
+// in words a learner can act on. The demo, the tests and the exercises rely on that.
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
+import { describe, expect, it } from "vitest";
+import { checkScenario, FIXTURES_DIR, loadScenario } from "../lib/scenario.ts";
+import { reply, scenarioOf, useReplay } from "./helpers.ts";
+
+const client = new Anthropic({ apiKey: "test", baseURL: "http://model.test", maxRetries: 0, fetch: (u, i) => fetch(u, i) });
+const ask = (messages: Anthropic.MessageParam[]) =>
+  client.messages.create({ model: "m", max_tokens: 10, messages });
+
+describe("the replay engine", () => {
+  const replay = useReplay();
+
+  it("serves the replies in order and records each request", async () => {
+    const session = replay(scenarioOf([reply.text("one"), reply.text("two")]));
+    const first = await ask([{ role: "user", content: "a" }]);
+    const second = await ask([{ role: "user", content: "b" }]);
+    expect([first.content[0], second.content[0]]).toMatchObject([{ text: "one" }, { text: "two" }]);
+    expect(session.requests.map((r) => r.messages[0].content)).toEqual(["a", "b"]);
+    expect(session.verdict()).toEqual([]);
+  });
+
+  it("fails a request past the end of the scenario, without the SDK retrying it", async () => {
+    const session = replay(scenarioOf([reply.text("only")]));
+    await ask([{ role: "user", content: "a" }]);
+    await expect(ask([{ role: "user", content: "b" }])).rejects.toThrow(/request 2 came after the last recorded reply/);
+    expect(session.requests).toHaveLength(2);
+    expect(session.verdict()).toEqual(["request 2 came after the last recorded reply (1)"]);
+  });
+
+  it("counts replies never asked for as a problem", () => {
+    const session = replay(scenarioOf([reply.text("one"), reply.text("two")]));
+    expect(session.verdict()).toEqual(["2 recorded reply/replies were never asked for"]);
+  });
+
+  it("fails a request whose tool results do not answer the recorded calls, in order", async () => {
+    const asked = reply.tools([
+      { id: "toolu_1", name: "bash", input: { command: "a" } },
+      { id: "toolu_2", name: "bash", input: { command: "b" } },
+    ]);
+    const session = replay(scenarioOf([asked, reply.text("done")]));
+    await ask([{ role: "user", content: "go" }]);
+    const swapped: Anthropic.MessageParam[] = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: asked.content },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_2", content: "b" },
+          { type: "tool_result", tool_use_id: "toolu_1", content: "a" },
+        ],
+      },
+    ];
+    await expect(ask(swapped)).rejects.toThrow(/expected tool results for \[toolu_1, toolu_2\] in that order/);
+    expect(session.remaining()).toBe(1);
+  });
+
+  it("refuses any other request instead of reaching the network", async () => {
+    replay(scenarioOf([reply.text("x")]));
+    await expect(fetch("http://example.com/")).rejects.toThrow();
+  });
+});
+
+describe("scenarios", () => {
+  it("every fixture in the repository is a valid scenario", () => {
+    const stages = readdirSync(FIXTURES_DIR).filter((d) => /^s\d\d$/.test(d));
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) {
+      for (const file of readdirSync(path.join(FIXTURES_DIR, stage)).filter((f) => f.endsWith(".json"))) {
+        expect(() => loadScenario(stage, file.replace(/\.json$/, "")), `${stage}/${file}`).not.toThrow();
+      }
+    }
+  });
+
+  it("names what is wrong with a malformed scenario", () => {
+    const good = scenarioOf([reply.text("x")]);
+    expect(checkScenario(good)).toEqual([]);
+    expect(checkScenario({ ...good, prompts: [] })).toContain("prompts must be a non-empty list");
+    expect(checkScenario({ ...good, prompts: ["a", "b"] })).toContain("2 prompt(s) but 1 reply/replies that end a turn");
+    const broken = { ...good, replies: [{ ...good.replies[0], role: "user" }] } as never;
+    expect(checkScenario(broken)).toContain("replies[0] is not an assistant message");
+  });
+
+  it("gives a clear error for a scenario that does not exist", () => {
+    expect(() => loadScenario("s01", "no-such-scenario")).toThrow(/No scenario at .*no-such-scenario\.json/);
+  });
+});
