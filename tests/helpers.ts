@@ -237,3 +237,35 @@ export async function startErrorServer(status: number, body: unknown): Promise<{
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, hits: () => hits, close: () => new Promise((r) => server.close(() => r())) };
 }
+
+/**
+ * Run a stage in a real pseudo-terminal (util-linux `script`), as a person at a keyboard:
+ * each step waits until the screen shows `when`, then types `keys`. For what only a
+ * terminal does: Ctrl-C, and a person who is there.
+ */
+export function runInTerminal(
+  stage: string,
+  options: { env?: Record<string, string>; cwd: string; steps: { when: RegExp; keys: string }[]; timeoutMs?: number },
+): Promise<RunResult> {
+  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: options.cwd, TERM: "dumb" };
+  for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
+  Object.assign(env, options.env);
+  const command = `node --import ${TSX_LOADER} ${stageFile(stage)}; echo "[exit $?]"`;
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    const steps = [...options.steps];
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (steps.length > 0 && steps[0].when.test(stdout)) child.stdin.write(steps.shift()!.keys);
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the terminal session did not end in time:\n${stdout}`));
+    }, options.timeoutMs ?? 20_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr: "" });
+    });
+  });
+}

@@ -1,13 +1,14 @@
 // The real program, as a learner runs it: `npx tsx agents/sNN_*.ts`, spawned in a temporary
 // folder. With no key it replays the stage's demo; with a key it talks to a provider, here a
 // loopback stand-in reached through ANTHROPIC_BASE_URL, exactly as a real one would be.
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { IncomingHttpHeaders } from "node:http";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runProgram } from "../lib/program.ts";
 import { loadScenario } from "../lib/scenario.ts";
-import { reply, runStage, scenarioOf, stageFiles, startErrorServer, startStandIn, useWorkspace, type StandIn } from "./helpers.ts";
+import { reply, runInTerminal, runStage, scenarioOf, stageFiles, startErrorServer, startStandIn, useWorkspace, type StandIn } from "./helpers.ts";
 
 const stages = stageFiles().map((file) => file.match(/(s\d\d)_/)![1]);
 const KEY = "sk-ant-test-0123456789abcdef";
@@ -209,5 +210,42 @@ describe("a replay that does not match the recording", () => {
     const code = await runProgram({ stage: "s01", title: "The Agent Loop", agentLoop: brokenLoop, hasKey: false, args: [] });
     expect(code).toBe(1);
     expect(printed.join("\n")).toMatch(/did not match the recording:\n- 4 recorded reply\/replies were never asked for/);
+  });
+});
+
+describe("at a real terminal", () => {
+  const workspace = useWorkspace();
+
+  it("Ctrl-C at the prompt leaves cleanly", async () => {
+    const run = await runInTerminal("s01", {
+      cwd: workspace.dir,
+      env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: "http://127.0.0.1:9" },
+      steps: [{ when: /s01 >> /, keys: "\x03" }],
+    });
+    expect(run.stdout).toContain("^C");
+    expect(run.stdout).toContain("[exit 0]");
+  });
+
+  it("Ctrl-C while a command runs ends the program and the command with it", async () => {
+    const marker = `workbook-ctrlc-${process.pid}-${Date.now()}`;
+    const standIn = await startStandIn(
+      scenarioOf([reply.tools([{ name: "bash", input: { command: `exec -a ${marker} sleep 300` } }]), reply.text("never")]),
+    );
+    try {
+      const run = await runInTerminal("s02", {
+        cwd: workspace.dir,
+        env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url },
+        steps: [
+          { when: /s02 >> /, keys: "wait a while\r" },
+          { when: /> bash exec -a/, keys: "\x03" },
+        ],
+      });
+      expect(run.stdout).toContain("[exit 130]");
+      await new Promise((r) => setTimeout(r, 300));
+      const alive = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.startsWith(marker));
+      expect(alive).toEqual([]);
+    } finally {
+      await standIn.close();
+    }
   });
 });
