@@ -38,7 +38,10 @@ export function lineTerminal(
     answer(null);
   });
   rl.on("SIGINT", () => {
-    output.write("^C\n");
+    output.write("^C");
+    // Forget what was typed before Ctrl-C, or it would turn up at the next prompt. clearLine
+    // is readline's own (Node's REPL calls it on Ctrl-C); it also ends the line on screen.
+    (rl as unknown as { clearLine(): void }).clearLine();
     // Ctrl-C while a question waits means "no answer"; at any other moment it ends the program.
     if (waiting) answer(null);
     else process.exit(130);
