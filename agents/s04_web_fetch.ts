@@ -1,0 +1,665 @@
+/**
+ * s04_web_fetch.ts - Web Fetch
+ *
+ * "Reach outside, but only outside": a URL becomes clean text, and the agent's own network stays out of reach.
+ *
+ *   web_fetch(url) --> http(s) only? --> resolve the name --> every address public? --> GET (pinned to it)
+ *                                                                  ^                       |
+ *                                                                  |   3xx: next Location  |
+ *                                                                  +---- (at most 5) ------+
+ *                                                                                          | 2xx/4xx/5xx
+ *   model <-- title + readable text (10,000 chars) <-- cheerio <-- body, 10 MB cap, 30 s --+
+ *              or one line for a PDF/image, or the HTTP status and an excerpt
+ *
+ * New since s03: the web_fetch tool. Private, loopback, link-local and cloud-metadata
+ * addresses are refused on the address the name resolves to, at every redirect.
+ *
+ *   npx tsx agents/s04_web_fetch.ts           (no key: replays the recorded demo)
+ */
+import { spawn } from "node:child_process";
+import dns from "node:dns";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import { BlockList, isIP, type LookupFunction } from "node:net";
+import path from "node:path";
+import { load } from "cheerio";
+import Anthropic from "@anthropic-ai/sdk";
+import type { Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { isMain, runAsMain } from "../lib/program.ts";
+import type { Scenario } from "../lib/scenario.ts";
+
+// #region config
+if (existsSync(".env")) process.loadEnvFile(".env");
+const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
+const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
+const MAX_TOKENS = 8000;
+const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
+// With no key the program replays a recorded demo, so the placeholder key is never sent
+// anywhere. `fetch` is looked up at each request so the replay (msw) can stand in for the API.
+const client = new Anthropic({
+  apiKey: API_KEY ?? "no-key-replay-only",
+  baseURL: process.env.ANTHROPIC_BASE_URL || undefined,
+  fetch: (url, init) => fetch(url, init),
+});
+// The workspace is the directory the program runs in. It is read at each call rather than
+// stored, so the offline replay and the tests run this same code in a temporary folder.
+const workspace = () => process.cwd();
+const SYSTEM = `You are a coding agent working in ${workspace()}. Use read_file, write_file and edit_file for files and bash for the rest. Act first, then report briefly.`;
+// #endregion config
+
+// #region tools
+export const TOOLS: Tool[] = [
+  {
+    name: "bash",
+    description:
+      "Run a shell command in the workspace and return its output. stdin is closed, so commands must not wait for input.",
+    input_schema: {
+      type: "object",
+      properties: {
+        command: { type: "string", description: "The command, run with bash -c." },
+        timeout: { type: "integer", description: "Seconds before the command is killed (default 120, at most 600)." },
+      },
+      required: ["command"],
+    },
+  },
+  {
+    name: "read_file",
+    description: "Read a text file in the workspace.",
+    input_schema: {
+      type: "object",
+      properties: {
+        path: { type: "string", description: "Path relative to the workspace." },
+        limit: { type: "integer", description: "Read at most this many lines." },
+      },
+      required: ["path"],
+    },
+  },
+  {
+    name: "write_file",
+    description: "Create or overwrite a file in the workspace with the given content. Missing folders are created.",
+    input_schema: {
+      type: "object",
+      properties: {
+        path: { type: "string", description: "Path relative to the workspace." },
+        content: { type: "string", description: "The whole new content of the file." },
+      },
+      required: ["path", "content"],
+    },
+  },
+  {
+    name: "edit_file",
+    description: "Replace the first occurrence of old_text with new_text in a file. old_text must match exactly.",
+    input_schema: {
+      type: "object",
+      properties: {
+        path: { type: "string", description: "Path relative to the workspace." },
+        old_text: { type: "string", description: "The exact text to find, as it is in the file." },
+        new_text: { type: "string", description: "The text to put in its place." },
+      },
+      required: ["path", "old_text", "new_text"],
+    },
+  },
+  {
+    name: "web_fetch",
+    description:
+      "Fetch a public http(s) URL and return its readable text: HTML is cleaned to the title and text, JSON and plain text come back as they are, at most 10,000 characters. Private and local addresses are refused.",
+    input_schema: {
+      type: "object",
+      properties: {
+        url: { type: "string", description: "The full URL, starting with http:// or https://." },
+        timeout: { type: "number", description: "Seconds for the whole fetch, redirects included (default 30, at most 120)." },
+      },
+      required: ["url"],
+    },
+  },
+];
+// #endregion tools
+
+// #region bash
+// A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
+// The real answer is asking a person before running a command (s05, s06).
+const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"];
+const DEFAULT_TIMEOUT = 120;
+const MAX_TIMEOUT = 600;
+
+function runBash(input: Record<string, unknown>): Promise<string> {
+  const command = requireString(input, "command");
+  const blocked = DENYLIST.find((pattern) => command.includes(pattern));
+  if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
+  const seconds = Math.min(Math.max(Number(input.timeout ?? DEFAULT_TIMEOUT) || DEFAULT_TIMEOUT, 1), MAX_TIMEOUT);
+
+  return new Promise((resolve, reject) => {
+    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
+    // its own process group, so a timeout can kill the command and everything it started.
+    const child = spawn("bash", ["-c", command], { cwd: workspace(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const output = new HeadAndTail();
+    child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
+    const killGroup = () => child.pid && process.kill(-child.pid, "SIGKILL");
+    const timer = setTimeout(() => {
+      killGroup();
+      reject(new Error(`timed out after ${seconds}s; the command and its children were killed. Output so far:\n${output.text()}`));
+    }, seconds * 1000);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
+    // after the shell is done. Wait a moment for output still in the pipes, then let go.
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        child.unref();
+        const text = output.text() || "(no output)";
+        resolve(code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`);
+      }, 50);
+    });
+  });
+}
+
+/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
+class HeadAndTail {
+  private head = "";
+  private tail = "";
+  private total = 0;
+  add(text: string) {
+    this.total += text.length;
+    const roomInHead = KEEP - this.head.length;
+    if (roomInHead > 0) {
+      this.head += text.slice(0, roomInHead);
+      text = text.slice(roomInHead);
+    }
+    this.tail = (this.tail + text).slice(-KEEP);
+  }
+  text(): string {
+    const cut = this.total - this.head.length - this.tail.length;
+    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
+  }
+}
+// #endregion bash
+
+// #region sandbox
+/**
+ * Resolve a path the model gave to a place inside the workspace, or refuse it before any
+ * file is touched. `..` and absolute paths that lead out are refused, and so are symlinks
+ * whose target is outside. `~` is only a folder name here: nothing expands it to home.
+ */
+function safePath(given: string): string {
+  if (given.includes("\0")) throw new Error("the path contains a NUL byte");
+  const root = realpathSync(workspace());
+  const full = path.resolve(root, given);
+  if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
+  // The path as the file system will follow it: a link inside may point anywhere.
+  const real = followLinks(full, given);
+  if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
+  return real;
+}
+
+function isInside(root: string, target: string): boolean {
+  const relative = path.relative(root, target);
+  // `..report.md` is a fine name; only a `..` segment leaves the folder.
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
+/** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
+function followLinks(full: string, given: string): string {
+  let existing = full;
+  const missing: string[] = [];
+  while (!lexists(existing)) {
+    missing.unshift(path.basename(existing));
+    existing = path.dirname(existing);
+  }
+  try {
+    return path.join(realpathSync(existing), ...missing);
+  } catch {
+    throw new Error(`${given} goes through a symlink that points nowhere`);
+  }
+}
+
+function lexists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+// #endregion sandbox
+
+// #region read-file
+const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded
+
+function readFile(input: Record<string, unknown>): string {
+  const given = requireString(input, "path");
+  const lines = readText(safePath(given), given).split("\n");
+  const limit = input.limit === undefined ? undefined : Number(input.limit);
+  if (limit === undefined || !(limit >= 0) || limit >= lines.length) return lines.join("\n");
+  return `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more lines)`;
+}
+
+/** A file's text, or a clear error: missing, a folder, too large, or binary. */
+function readText(file: string, given: string): string {
+  if (!existsSync(file)) throw new Error(`${given} does not exist`);
+  const stat = statSync(file);
+  if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
+  if (stat.size > MAX_FILE_BYTES) {
+    throw new Error(`${given} is ${(stat.size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; look at parts of it with bash (head, grep)`);
+  }
+  const bytes = readFileSync(file);
+  if (bytes.subarray(0, 8192).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+  return bytes.toString("utf8");
+}
+// #endregion read-file
+
+// #region write-file
+function writeFile(input: Record<string, unknown>): string {
+  const given = requireString(input, "path");
+  const content = requireString(input, "content");
+  const file = safePath(given);
+  if (existsSync(file) && statSync(file).isDirectory()) throw new Error(`${given} is a directory`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeAtomically(file, content);
+  return `Wrote ${Buffer.byteLength(content)} bytes to ${given}`;
+}
+
+/** Write beside the file, then rename over it: a failure half-way leaves the old content whole. */
+function writeAtomically(file: string, content: string): void {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  try {
+    writeFileSync(temporary, content);
+    if (existsSync(file)) chmodSync(temporary, statSync(file).mode); // a script stays executable
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+// #endregion write-file
+
+// #region edit-file
+function editFile(input: Record<string, unknown>): string {
+  const given = requireString(input, "path");
+  const oldText = requireString(input, "old_text");
+  const newText = requireString(input, "new_text");
+  if (oldText === "") throw new Error("old_text is empty; to write a whole file use write_file");
+  const file = safePath(given);
+  const content = readText(file, given);
+  if (Buffer.byteLength(content) !== statSync(file).size) {
+    throw new Error(`${given} is not valid UTF-8, so editing it could change other bytes; nothing was changed`);
+  }
+  // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
+  const crlf = content.includes("\r\n");
+  const find = crlf ? oldText.replace(/\r?\n/g, "\r\n") : oldText;
+  const replacement = crlf ? newText.replace(/\r?\n/g, "\r\n") : newText;
+  const at = content.indexOf(find);
+  if (at === -1) throw new Error(`old_text was not found in ${given}; read the file and copy the text exactly. The file is unchanged`);
+  // Slices, not String.replace: a "$&" or "$1" in new_text is inserted as typed.
+  writeAtomically(file, content.slice(0, at) + replacement + content.slice(at + find.length));
+  const more = content.split(find).length - 2;
+  return `Edited ${given}: replaced 1 occurrence${more > 0 ? ` (the first; ${more} more left as they were)` : ""}`;
+}
+// #endregion edit-file
+
+// #region web-fetch
+const FETCH_TIMEOUT = 30; // seconds for the whole fetch: every redirect and the body included
+const MAX_FETCH_TIMEOUT = 120;
+const MAX_REDIRECTS = 5;
+const MAX_BODY_BYTES = 10 * 1024 * 1024; // counted as the bytes arrive, so an endless page is cut off
+const MAX_PAGE_TEXT = 10_000; // characters of one page the model gets
+
+async function webFetch(input: Record<string, unknown>): Promise<string> {
+  const given = requireString(input, "url");
+  const seconds = fetchTimeout(input.timeout);
+  // One clock for everything. The race answers on time even if a DNS lookup hangs; the
+  // signal closes whatever connection is still open.
+  const deadline = AbortSignal.timeout(seconds * 1000);
+  const timedOut = new Promise<never>((_, reject) =>
+    deadline.addEventListener("abort", () => reject(new Error(`timed out after ${seconds}s fetching ${given}`))),
+  );
+  return Promise.race([fetchFollowingRedirects(webUrl(given), deadline), timedOut]);
+}
+
+function fetchTimeout(value: unknown): number {
+  if (value === undefined) return FETCH_TIMEOUT;
+  if (typeof value !== "number" || !(value > 0)) {
+    throw new Error(`"timeout" must be a number of seconds above 0 (default ${FETCH_TIMEOUT}, at most ${MAX_FETCH_TIMEOUT})`);
+  }
+  return Math.min(value, MAX_FETCH_TIMEOUT);
+}
+
+/** A URL from the model or from a redirect (relative to `base`); only http and https are fetched. */
+function webUrl(given: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(given, base);
+  } catch {
+    throw new Error(`"${given}" is not a valid URL; give a full one such as https://example.com/page`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`refused: web_fetch fetches only http and https URLs, not ${url.protocol}`);
+  }
+  return url;
+}
+
+/** Redirects are followed by hand, so every hop's address is checked before it is requested. */
+async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise<string> {
+  let url = start;
+  for (let redirects = 0; ; redirects++) {
+    const response = await get(url, await checkedAddresses(url), signal);
+    const status = response.statusCode ?? 0;
+    const location = response.headers.location;
+    if (status < 300 || status > 399 || !location) return readPage(response, url, url.href !== start.href);
+    response.destroy();
+    if (redirects === MAX_REDIRECTS) throw new Error(`stopped after ${MAX_REDIRECTS} redirects: ${url} redirects again, to ${location}`);
+    url = webUrl(location, url);
+  }
+}
+
+/** One GET that connects only to the addresses already checked. */
+function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
+  const client = url.protocol === "https:" ? https : http;
+  const headers = { "user-agent": "agent-workbook-s04 (web_fetch)", accept: "text/html, text/plain, application/json, */*;q=0.5" };
+  return new Promise((resolve, reject) => {
+    const request = client.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
+    request.on("error", reject);
+  });
+}
+
+// DNS rebinding: a name can answer with a public address for the check and a private one a
+// moment later for the connection. Answering the connection's own lookup with the addresses
+// that were checked closes that gap. (An IP address in the URL needs no lookup at all.)
+const pinnedLookup =
+  (addresses: dns.LookupAddress[]): LookupFunction =>
+  (_host, options, callback) =>
+    options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
+
+/** The response as text for the model: cleaned HTML, text as it is, or one line for binary. */
+async function readPage(response: http.IncomingMessage, url: URL, redirected: boolean): Promise<string> {
+  const status = response.statusCode ?? 0;
+  const type = response.headers["content-type"] ?? "";
+  const mime = type.split(";")[0].trim().toLowerCase();
+  if (!mime.startsWith("text/") && !/json|xml|javascript/.test(mime)) {
+    response.destroy(); // the bytes of a PDF or an image would mean nothing to the model
+    const what = describeBinary(mime, response.headers["content-length"]);
+    if (status >= 400) throw new Error(`HTTP ${status} ${response.statusMessage} from ${url} (${what})`);
+    return `${url} is ${what}; web_fetch returns text only, so its content is not shown.`;
+  }
+  const { bytes, complete } = await readBody(response);
+  const body = decode(bytes, type);
+  const text = mime.includes("html") ? htmlToText(body) : body;
+  if (status >= 400) {
+    const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 300);
+    throw new Error(`HTTP ${status} ${response.statusMessage} from ${url}${excerpt ? `: ${excerpt}` : ""}`);
+  }
+  return capText(text, complete) + (redirected ? `\n\n(after redirects, this page is ${url})` : "");
+}
+
+/** At most MAX_BODY_BYTES, counted as they arrive: a page that never ends is cut off, not buffered. */
+async function readBody(response: http.IncomingMessage): Promise<{ bytes: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    // Leaving the loop destroys the response, which closes the connection.
+    if (size > MAX_BODY_BYTES) return { bytes: Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES), complete: false };
+  }
+  return { bytes: Buffer.concat(chunks), complete: true };
+}
+
+function decode(bytes: Buffer, contentType: string): string {
+  const charset = /charset="?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return bytes.toString("utf8"); // a charset name TextDecoder does not know
+  }
+}
+
+function capText(text: string, complete: boolean): string {
+  if (text.length <= MAX_PAGE_TEXT && complete) return text;
+  const cutBody = complete ? "" : "; the body was cut off at 10 MB";
+  return `${text.slice(0, MAX_PAGE_TEXT)}\n... [web_fetch shows ${Math.min(text.length, MAX_PAGE_TEXT)} of ${text.length} characters${cutBody}]`;
+}
+
+function describeBinary(mime: string, length: string | undefined): string {
+  const kind =
+    mime === "application/pdf" ? "a PDF document"
+    : mime.startsWith("image/") ? "an image"
+    : /^(audio|video)\//.test(mime) ? "audio or video"
+    : "a binary file";
+  const size = length && Number(length) >= 0 ? `${Number(length).toLocaleString("en-US")} bytes` : "size not given";
+  return `${kind} (${mime || "no content type"}, ${size})`;
+}
+// #endregion web-fetch
+
+// #region web-address
+// Refused wherever they hide: an agent that could fetch these would read the machine's own
+// services, the office network, or the cloud's instance metadata (which hands out credentials).
+const PRIVATE = new BlockList();
+const PRIVATE_V4 = [
+  ["0.0.0.0", 8], // "this network": 0.0.0.0 reaches the machine itself
+  ["10.0.0.0", 8], // private networks ...
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16],
+  ["100.64.0.0", 10], // carrier-grade NAT, with Alibaba Cloud's metadata at 100.100.100.200
+  ["127.0.0.0", 8], // loopback
+  ["169.254.0.0", 16], // link-local, with the cloud metadata address 169.254.169.254
+  ["224.0.0.0", 3], // multicast, reserved and broadcast (224.0.0.0 to 255.255.255.255)
+] as const;
+const PRIVATE_V6 = [
+  ["::", 127], // unspecified (::) and loopback (::1)
+  ["fc00::", 7], // unique local, with AWS's IPv6 metadata at fd00:ec2::254
+  ["fe80::", 10], // link-local
+  ["ff00::", 8], // multicast
+  ["64:ff9b::", 96], // IPv4 addresses translated into IPv6 (NAT64)
+] as const;
+for (const [network, bits] of PRIVATE_V4) PRIVATE.addSubnet(network, bits, "ipv4");
+for (const [network, bits] of PRIVATE_V6) PRIVATE.addSubnet(network, bits, "ipv6");
+// BlockList also checks an IPv4 address written as IPv6: ::ffff:a9fe:a9fe is 169.254.169.254.
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+let loopbackAllowed = false;
+
+/** Tests only: let web_fetch reach loopback, so a local server can play a slow or endless site. */
+export function allowLoopbackForTests(allow: boolean): void {
+  loopbackAllowed = allow;
+}
+
+type Resolver = (host: string) => Promise<string[]>;
+const systemResolver: Resolver = async (host) => (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+let resolveHost = systemResolver;
+
+/** Swap how host names are resolved (the replay and the tests have no DNS); no argument restores the system's. */
+export function useResolver(resolver: Resolver = systemResolver): void {
+  resolveHost = resolver;
+}
+
+/** A resolver from a table of host -> address. A name not in the table does not resolve. */
+export const resolverFrom =
+  (hosts: Record<string, string> = {}): Resolver =>
+  async (host) => {
+    if (!Object.hasOwn(hosts, host)) throw new Error(`${host} is not in the scenario's hosts`);
+    return [hosts[host]];
+  };
+
+/** Before an offline replay: names resolve from the scenario's `hosts`, never from the network. */
+export const prepareReplay = (scenario: Scenario) => useResolver(resolverFrom(scenario.hosts));
+
+/** Every address the URL's host stands for, each checked: one private address refuses the URL. */
+async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1"); // [::1] -> ::1
+  // `localhost`, `localhost.` and `x.localhost` mean this machine, whatever a resolver says.
+  const addresses = isIP(host) ? [host] : /^(.+\.)?localhost\.?$/i.test(host) ? ["127.0.0.1"] : await lookUp(host);
+  for (const address of addresses) {
+    const family = isIP(address);
+    if (family === 0) throw new Error(`${host} resolved to "${address}", which is not an IP address`);
+    const type = family === 6 ? "ipv6" : "ipv4";
+    if (loopbackAllowed && LOOPBACK.check(address, type)) continue;
+    if (PRIVATE.check(address, type)) {
+      const what = address === host ? "is" : `resolves to ${address}, which is`;
+      throw new Error(`refused: ${url.hostname} ${what} a private, loopback, link-local or cloud-metadata address; web_fetch only reaches the public internet`);
+    }
+  }
+  return addresses.map((address) => ({ address, family: isIP(address) }));
+}
+
+async function lookUp(host: string): Promise<string[]> {
+  let addresses: string[];
+  try {
+    addresses = await resolveHost(host);
+  } catch (error) {
+    throw new Error(`cannot resolve ${host}: ${(error as Error).message}`);
+  }
+  if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
+  return addresses;
+}
+// #endregion web-address
+
+// #region html-to-text
+const DROPPED = "script, style, nav, footer, noscript, svg, template, iframe";
+const BLOCKS = "address, article, aside, blockquote, br, dd, div, dl, dt, figcaption, h1, h2, h3, h4, h5, h6, header, li, main, ol, p, pre, section, table, tr, ul";
+
+/** HTML as a reader sees it: the title first, then one line per heading, paragraph and list item. */
+function htmlToText(html: string): string {
+  const $ = load(html);
+  const title = $("title").first().text().trim();
+  $(DROPPED).remove();
+  // The marks a reader would see: "## " before a heading, "- " before a list item.
+  $("h1, h2, h3, h4, h5, h6").each((_, heading) => void $(heading).prepend(`${"#".repeat(Number(heading.tagName[1]))} `));
+  $("li").each((_, item) => void $(item).prepend("- "));
+  // A line break in the HTML source is only a space, except inside <pre>. Then blocks get
+  // line breaks around them; inline elements (a, code, em) stay inside the line.
+  $("body, body *:not(pre, pre *)").contents().each((_, node) => {
+    if (node.type === "text") node.data = node.data.replace(/\s+/g, " ");
+  });
+  $(BLOCKS).before("\n").after("\n");
+  // Layout whitespace goes, including indentation inside <pre>: the text matters here, not the look.
+  const lines = $("body").text().split("\n").map((line) => line.replace(/\s+/g, " ").trim());
+  const text = lines.filter(Boolean).join("\n");
+  return title ? `${title}\n\n${text}` : text;
+}
+// #endregion html-to-text
+
+// #region dispatch
+type Handler = (input: Record<string, unknown>) => string | Promise<string>;
+
+export const TOOL_HANDLERS: Record<string, Handler> = {
+  bash: runBash,
+  read_file: readFile,
+  write_file: writeFile,
+  edit_file: editFile,
+  web_fetch: webFetch,
+};
+// #endregion dispatch
+
+// #region run-tool
+/** Run one tool call. Never throws: a failure becomes a result the model can read and act on. */
+async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
+  console.log(dim(`> ${call.name} ${oneLine(Object.values(call.input ?? {}))}`));
+  const handler = TOOL_HANDLERS[call.name];
+  let result: ToolResultBlockParam;
+  if (!handler) {
+    const known = Object.keys(TOOL_HANDLERS).join(", ");
+    result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: `Error: unknown tool "${call.name}". Tools: ${known}.` };
+  } else {
+    try {
+      const output = await handler((call.input ?? {}) as Record<string, unknown>);
+      result = { type: "tool_result", tool_use_id: call.id, content: clip(output) };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(`Error: ${message}`) };
+    }
+  }
+  console.log(dim(`  ${oneLine([result.content])}`));
+  return result;
+}
+
+/** The model sees at most MAX_OUTPUT characters of one result: the head and the tail, with a marker. */
+function clip(text: string): string {
+  if (text.length <= MAX_OUTPUT) return text;
+  return text.slice(0, KEEP) + marker(text.length - 2 * KEEP, text.length) + text.slice(-KEEP);
+}
+
+// What is kept at each end of a long result; the rest of MAX_OUTPUT is room for the marker.
+const KEEP = (MAX_OUTPUT - 100) / 2;
+const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
+
+function requireString(input: Record<string, unknown>, name: string): string {
+  const value = input[name];
+  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
+  return value;
+}
+
+/** Squeeze values into one short line, so the person can follow what the agent does. */
+function oneLine(values: unknown[]): string {
+  const text = values
+    .map((value) => (typeof value === "string" ? value : JSON.stringify(value)))
+    .join(" ")
+    .replace(/\s+/g, " ")
+    .trim();
+  return text.length > 100 ? `${text.slice(0, 97)}...` : text;
+}
+
+const dim = (text: string) => (process.stdout.isTTY ? `\x1b[2m${text}\x1b[0m` : text);
+// #endregion run-tool
+
+// #region agent-loop
+export async function agentLoop(messages: MessageParam[]): Promise<void> {
+  while (true) {
+    const response = await client.messages.create({
+      model: MODEL,
+      max_tokens: MAX_TOKENS,
+      system: SYSTEM,
+      tools: TOOLS,
+      messages,
+    });
+    messages.push({ role: "assistant", content: response.content });
+    showText(response);
+    if (response.stop_reason !== "tool_use") return endTurn(response, messages);
+
+    const results: ToolResultBlockParam[] = [];
+    for (const block of response.content) {
+      if (block.type === "tool_use") results.push(await runTool(block));
+    }
+    messages.push({ role: "user", content: results });
+  }
+}
+// #endregion agent-loop
+
+// #region end-turn
+function showText(response: Message): void {
+  for (const block of response.content) if (block.type === "text") console.log(block.text);
+}
+
+/** The model stopped asking for tools. Say so when the reason is not a normal ending. */
+function endTurn(response: Message, messages: MessageParam[]): void {
+  if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
+  if (response.stop_reason !== "max_tokens") return;
+  console.log(`[the reply was cut off at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS]`);
+  // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
+  const calls = response.content.filter((block) => block.type === "tool_use");
+  if (calls.length === 0) return;
+  messages.push({
+    role: "user",
+    content: calls.map((call) => ({
+      type: "tool_result" as const,
+      tool_use_id: call.id,
+      is_error: true,
+      content: "Not run: your reply was cut off by max_tokens before this call was complete.",
+    })),
+  });
+}
+// #endregion end-turn
+
+// #region program
+export const main = (args = process.argv.slice(2)) =>
+  runAsMain({ stage: "s04", title: "Web Fetch", agentLoop, hasKey: API_KEY !== undefined, args, prepareReplay });
+
+if (isMain(import.meta.url)) await main();
+// #endregion program
