@@ -136,19 +136,27 @@ function runBash(input: Record<string, unknown>): Promise<string> {
     const output = new HeadAndTail();
     child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const killGroup = () => child.pid && process.kill(-child.pid, "SIGKILL");
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {} // the group has ended already
+    };
+    // If the program ends first (Ctrl-C), the command must not live on without it.
+    process.once("exit", killGroup);
     const timer = setTimeout(() => {
       killGroup();
       reject(new Error(`timed out after ${seconds}s; the command and its children were killed. Output so far:\n${output.text()}`));
     }, seconds * 1000);
     child.on("error", (error) => {
       clearTimeout(timer);
+      process.off("exit", killGroup);
       reject(error);
     });
     // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
     // after the shell is done. Wait a moment for output still in the pipes, then let go.
     child.on("exit", (code) => {
       clearTimeout(timer);
+      process.off("exit", killGroup);
       setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
