@@ -338,7 +338,8 @@ async function askUser(input: Record<string, unknown>): Promise<string> {
   options.forEach((option, i) => console.log(`  ${i + 1}. ${option}`));
   console.log(options.length > 0 ? "  (type a number or your own answer)" : "  (type your answer)");
   while (true) {
-    const line = await person.ask(ANSWER_PROMPT);
+    // fresh: a line the person typed before the question appeared stays for the stage's prompt.
+    const line = await person.ask(ANSWER_PROMPT, { fresh: true });
     if (line === null) return noOneAnswered(NO_ANSWER);
     const answer = line.trim();
     if (answer === "") {

@@ -6,8 +6,12 @@ import readline from "node:readline";
 export interface Terminal {
   /** True when a person can answer: a real terminal, or a replay typing recorded answers. */
   readonly hasPerson: boolean;
-  /** Show `prompt`, then read one line. null means no one will answer (end of input, Ctrl-C). */
-  ask(prompt: string): Promise<string | null>;
+  /**
+   * Show `prompt`, then read one line. null means no one will answer (end of input, Ctrl-C).
+   * `fresh`: at a real terminal, only a line typed after the prompt appears answers it; a
+   * line typed earlier (while the agent worked) waits for the next ask, the stage's prompt.
+   */
+  ask(prompt: string, options?: { fresh?: boolean }): Promise<string | null>;
   close(): void;
 }
 
@@ -49,10 +53,12 @@ export function lineTerminal(
 
   return {
     hasPerson: Boolean(input.isTTY),
-    ask(prompt) {
+    ask(prompt, { fresh = false } = {}) {
       rl.setPrompt(prompt);
       rl.prompt();
-      if (queued.length > 0) return Promise.resolve(echo(queued.shift()!));
+      // A question must not be answered by what the person typed before seeing it.
+      const typedAhead = fresh && input.isTTY ? [] : queued;
+      if (typedAhead.length > 0) return Promise.resolve(echo(typedAhead.shift()!));
       if (ended) {
         output.write("\n");
         return Promise.resolve(null);

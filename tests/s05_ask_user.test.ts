@@ -256,6 +256,17 @@ describe("s05 at a real terminal: the stage's prompt and the question share it",
     expect(order).toEqual([...order].sort((a, b) => a - b));
   });
 
+  it("a line typed while the agent works is kept for the next prompt, not taken as the answer to a question", async () => {
+    const session = cleanUpSession();
+    const messages: MessageParam[] = [{ role: "user", content: "clean up" }];
+    const turn = agentLoop(messages);
+    keyboard.write("list them\r"); // typed ahead, before the question is on screen
+    await typeAt("answer> ", 1, "3\r");
+    await turn;
+    expect(resultText(toolResults(session, 1)[0])).toBe('The person chose option 3: "Keep everything"');
+    expect(await term.ask("s05 >> ")).toBe("list them");
+  });
+
   it("Ctrl-C at the question means no answer: the agent carries on, the program stays, and what was typed does not reach the next prompt", async () => {
     const session = cleanUpSession();
     const turn = agentLoop([{ role: "user", content: "clean up" }]);
