@@ -44,8 +44,8 @@ export function startRecording(apiKey: string): Recording {
     wrap: (term) => ({
       hasPerson: term.hasPerson,
       close: () => term.close(),
-      async ask(question) {
-        const line = await term.ask(question);
+      async ask(question, options) {
+        const line = await term.ask(question, options);
         if (line !== null) answers.push(line);
         return line;
       },
