@@ -3,16 +3,16 @@
  *
  * "Find it first, then change only that": look before you touch, and touch one exact place.
  *
- *              ls / glob / grep                        edit_file(old_string, new_string)
- *   +-------+ -----------------> +----------------+   +---------------------------------+
- *   | model |                    | paths, counts, |   | old_string found ...            |
- *   |       | <----------------- | path:line: text|   |   0 times  -> error + a hint    |
- *   |       |                    +----------------+   |   2+ times -> error + the count |
- *   |       | ------------------------------------->  |   once (or replace_all)         |
- *   |       | <-------------------------------------  |            -> written, counted  |
- *   +-------+                                         +---------------------------------+
- *   skipped by every search: .git, node_modules, what .gitignore lists, binary files;
- *   grep runs in a worker with a deadline, so a runaway pattern cannot freeze the agent.
+ *   +-------+   ls / glob / grep    +----------------------------------------+
+ *   | model | --------------------> | entries, paths, path:line: text        |
+ *   |       | <-------------------- | never .git, node_modules, .gitignore'd |
+ *   |       |                       | or binary files; grep has a deadline   |
+ *   |       |   edit_file           +----------------------------------------+
+ *   |       | --------------------> | old_string found ...                   |
+ *   |       |                       |   0 times  -> error + a hint           |
+ *   |       | <-------------------- |   2+ times -> error + the count        |
+ *   +-------+                       |   once, or replace_all -> written      |
+ *                                   +----------------------------------------+
  *
  * New since s02: grep, glob and ls to find things, and edit_file that demands a unique match.
  *
@@ -88,9 +88,7 @@ export const TOOLS: Tool[] = [
   },
   {
     name: "edit_file",
-    description:
-      "Replace old_string with new_string in a file. old_string must match the file exactly (indentation included) and occur exactly once; " +
-      "if it occurs several times, include more surrounding lines, or set replace_all to change every occurrence. Read the file first.",
+    description: "Replace old_string with new_string in a file. old_string must match exactly, indentation included, and occur once: if it occurs more often, include more surrounding lines, or set replace_all.",
     input_schema: {
       type: "object",
       properties: {
@@ -104,9 +102,7 @@ export const TOOLS: Tool[] = [
   },
   {
     name: "grep",
-    description:
-      "Search file contents with a JavaScript regular expression, line by line. Skips binary files, .git, node_modules and what .gitignore lists. " +
-      "Start with files_with_matches, then use content to see the lines.",
+    description: "Search file contents, line by line, with a JavaScript regular expression. Skips binary files, .git, node_modules and what .gitignore lists.",
     input_schema: {
       type: "object",
       properties: {
@@ -138,12 +134,7 @@ export const TOOLS: Tool[] = [
   {
     name: "ls",
     description: "List a folder: names sorted, folders marked with a trailing /.",
-    input_schema: {
-      type: "object",
-      properties: {
-        path: { type: "string", description: "Folder relative to the workspace (default: the workspace)." },
-      },
-    },
+    input_schema: { type: "object", properties: { path: { type: "string", description: "Folder relative to the workspace (default: the workspace)." } } },
   },
 ];
 // #endregion tools
@@ -168,19 +159,27 @@ function runBash(input: Record<string, unknown>): Promise<string> {
     const output = new HeadAndTail();
     child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const killGroup = () => child.pid && process.kill(-child.pid, "SIGKILL");
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {} // the group has ended already
+    };
+    // If the program ends first (Ctrl-C), the command must not live on without it.
+    process.once("exit", killGroup);
     const timer = setTimeout(() => {
       killGroup();
       reject(new Error(`timed out after ${seconds}s; the command and its children were killed. Output so far:\n${output.text()}`));
     }, seconds * 1000);
     child.on("error", (error) => {
       clearTimeout(timer);
+      process.off("exit", killGroup);
       reject(error);
     });
     // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
     // after the shell is done. Wait a moment for output still in the pipes, then let go.
     child.on("exit", (code) => {
       clearTimeout(timer);
+      process.off("exit", killGroup);
       setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
