@@ -1,15 +1,25 @@
 /**
  * s04_web_fetch.ts - Web Fetch
  *
- * "Reach outside, but only outside": a URL becomes clean text, and the agent's own network stays out of reach.
+ * "Reach outside, but only outside": a URL becomes clean text; the agent's own network stays out of reach.
  *
- *   web_fetch(url) --> http(s) only? --> resolve the name --> every address public? --> GET (pinned to it)
- *                                                                  ^                       |
- *                                                                  |   3xx: next Location  |
- *                                                                  +---- (at most 5) ------+
- *                                                                                          | 2xx/4xx/5xx
- *   model <-- title + readable text (10,000 chars) <-- cheerio <-- body, 10 MB cap, 30 s --+
- *              or one line for a PDF/image, or the HTTP status and an excerpt
+ *   web_fetch(url)
+ *     |
+ *     v
+ *   +---------------------------------------+ <-----------------+
+ *   | http or https?                        | --no--> refused   |
+ *   | resolve the name: is every address    |                   |
+ *   | public? (not private, loopback,       | --no--> refused   | a 3xx: its Location,
+ *   | link-local or cloud metadata)         |                   | at most 5 times
+ *   | GET, connected to those addresses     | ------------------+
+ *   +---------------------------------------+
+ *     |   one clock for it all (30 s); the body is counted as it arrives (10 MB)
+ *     v
+ *   HTML: cheerio -> title + text         text, JSON: as they are
+ *   PDF, image: one line describing it    4xx, 5xx: the status and an excerpt
+ *     |
+ *     v
+ *   the model (at most 10,000 characters)
  *
  * New since s03: the web_fetch tool. Private, loopback, link-local and cloud-metadata
  * addresses are refused on the address the name resolves to, at every redirect.
@@ -320,14 +330,16 @@ const MAX_PAGE_TEXT = 10_000; // characters of one page the model gets
 
 async function webFetch(input: Record<string, unknown>): Promise<string> {
   const given = requireString(input, "url");
+  const start = webUrl(given);
   const seconds = fetchTimeout(input.timeout);
   // One clock for everything. The race answers on time even if a DNS lookup hangs; the
-  // signal closes whatever connection is still open.
+  // signal closes whatever connection is still open. (Started only once nothing above can
+  // throw: a clock nobody races would reject later, unheard, and end the program.)
   const deadline = AbortSignal.timeout(seconds * 1000);
   const timedOut = new Promise<never>((_, reject) =>
     deadline.addEventListener("abort", () => reject(new Error(`timed out after ${seconds}s fetching ${given}`))),
   );
-  return Promise.race([fetchFollowingRedirects(webUrl(given), deadline), timedOut]);
+  return Promise.race([fetchFollowingRedirects(start, deadline), timedOut]);
 }
 
 function fetchTimeout(value: unknown): number {
@@ -366,7 +378,11 @@ async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise
   }
 }
 
-/** One GET that connects only to the addresses already checked. */
+/**
+ * One GET that connects only to the addresses already checked. node:http rather than fetch:
+ * fetch looks the name up again by itself, and only a socket's `lookup` can be pinned.
+ * msw intercepts both, so the replay and the tests serve pages either way.
+ */
 function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
   const client = url.protocol === "https:" ? https : http;
   const headers = { "user-agent": "agent-workbook-s04 (web_fetch)", accept: "text/html, text/plain, application/json, */*;q=0.5" };
@@ -518,12 +534,9 @@ async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {
 }
 
 async function lookUp(host: string): Promise<string[]> {
-  let addresses: string[];
-  try {
-    addresses = await resolveHost(host);
-  } catch (error) {
-    throw new Error(`cannot resolve ${host}: ${(error as Error).message}`);
-  }
+  const addresses = await resolveHost(host).catch((error: Error) => {
+    throw new Error(`cannot resolve ${host}: ${error.message}`);
+  });
   if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
   return addresses;
 }

@@ -192,11 +192,21 @@ describe("web_fetch: where it may not go", () => {
     ["http://[fe80::1]/", "IPv6 link-local"],
     ["http://[fc00::1]/", "IPv6 unique local"],
     ["http://224.0.0.1/", "multicast"],
+    ["http://255.255.255.255/", "broadcast"],
+    ["http://[ff02::1]/", "IPv6 multicast"],
+    ["http://[64:ff9b::a9fe:a9fe]/", "cloud metadata through NAT64"],
     ["http://intranet.example.com/", "a name that resolves to a private address"],
     ["http://metadata.google.internal/computeMetadata/v1/", "a name that resolves to the metadata address"],
   ])("refuses %s (%s) without a request", async (url) => {
     await expect(webFetch({ url })).rejects.toThrow(/^refused: .* a private, loopback, link-local or cloud-metadata address/);
     expect(hits).toEqual([]);
+  });
+
+  it("leaves no timer behind that fails later when it refuses a URL at once", async () => {
+    // A pending time limit whose rejection nobody awaits would crash the program later on.
+    await expect(webFetch({ url: "file:///etc/passwd", timeout: 0.05 })).rejects.toThrow(/^refused/);
+    await expect(webFetch({ url: "not a url", timeout: 0.05 })).rejects.toThrow(/not a valid URL/);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // vitest fails the run on an unhandled rejection
   });
 
   it("refuses a name when any one of its addresses is private", async () => {
@@ -292,7 +302,10 @@ describe("web_fetch against a real server: redirects, time and size", () => {
       // Headers at once, then a byte every 50 ms forever: no single wait is long, the total is.
       res.writeHead(200, { "content-type": "text/plain" });
       const timer = setInterval(() => res.write("."), 50);
-      return void res.on("close", () => clearInterval(timer));
+      return void res.on("close", () => {
+        clearInterval(timer);
+        slowClosed = true;
+      });
     }
     if (route === "endless") {
       // No content-length, and it never ends: only the reader's cap can stop it.
@@ -308,9 +321,11 @@ describe("web_fetch against a real server: redirects, time and size", () => {
     res.writeHead(404).end();
   });
   let endlessClosed = false;
+  let slowClosed = false;
   beforeEach(() => {
     allowLoopbackForTests(true);
     endlessClosed = false;
+    slowClosed = false;
   });
 
   it("follows up to 5 redirects", async () => {
@@ -334,10 +349,11 @@ describe("web_fetch against a real server: redirects, time and size", () => {
     await expect(webFetch({ url: `${local.url}/to/${encodeURIComponent(target)}` })).rejects.toThrow(refusal);
   });
 
-  it("gives up when the total time limit passes, even while bytes keep coming", async () => {
+  it("gives up when the total time limit passes, even while bytes keep coming, and hangs up", async () => {
     const started = Date.now();
     await expect(webFetch({ url: `${local.url}/slow`, timeout: 0.4 })).rejects.toThrow(`timed out after 0.4s fetching ${local.url}/slow`);
     expect(Date.now() - started).toBeLessThan(1500);
+    await vi.waitFor(() => expect(slowClosed).toBe(true), { timeout: 1000 });
   });
 
   it("cuts an endless body off at 10 MB and closes the connection, instead of buffering it", async () => {
