@@ -21,11 +21,20 @@
  *   npx tsx agents/s05_ask_user.ts            (no key: replays the recorded demo)
  */
 import { spawn } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
+import dns from "node:dns";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import { BlockList, isIP, type LookupFunction } from "node:net";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import Anthropic from "@anthropic-ai/sdk";
 import type { Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { load } from "cheerio";
+import fg from "fast-glob";
+import ignore, { type Ignore } from "ignore";
 import { isMain, runAsMain } from "../lib/program.ts";
+import type { Scenario } from "../lib/scenario.ts";
 import { terminal } from "../lib/terminal.ts";
 
 // #region config
@@ -44,7 +53,7 @@ const client = new Anthropic({
 // The workspace is the directory the program runs in. It is read at each call rather than
 // stored, so the offline replay and the tests run this same code in a temporary folder.
 const workspace = () => process.cwd();
-const SYSTEM = `You are a coding agent working in ${workspace()}. Use read_file, write_file and edit_file for files and bash for the rest. Act first, then report briefly. Before a step that cannot be undone (deleting or overwriting what the person did not name), ask with ask_user and wait for the answer; if no one answers, take the safe choice.`;
+const SYSTEM = `You are a coding agent working in ${workspace()}. Find before you change: ls, glob and grep to locate code, read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. web_fetch reads a web page as text. Act first, then report briefly. Before a step that cannot be undone (deleting or overwriting what the person did not name), ask with ask_user and wait for the answer; if no one answers, take the safe choice.`;
 // #endregion config
 
 // #region tools
@@ -88,15 +97,65 @@ export const TOOLS: Tool[] = [
   },
   {
     name: "edit_file",
-    description: "Replace the first occurrence of old_text with new_text in a file. old_text must match exactly.",
+    description: "Replace old_string with new_string in a file. old_string must match exactly, indentation included, and occur once: if it occurs more often, include more surrounding lines, or set replace_all.",
     input_schema: {
       type: "object",
       properties: {
         path: { type: "string", description: "Path relative to the workspace." },
-        old_text: { type: "string", description: "The exact text to find, as it is in the file." },
-        new_text: { type: "string", description: "The text to put in its place." },
+        old_string: { type: "string", description: "The exact text to replace, as it is in the file." },
+        new_string: { type: "string", description: "The text to put in its place (must differ from old_string)." },
+        replace_all: { type: "boolean", description: "Replace every occurrence instead of requiring one (default false)." },
       },
-      required: ["path", "old_text", "new_text"],
+      required: ["path", "old_string", "new_string"],
+    },
+  },
+  {
+    name: "grep",
+    description: "Search file contents, line by line, with a JavaScript regular expression. Skips binary files, .git, node_modules and what .gitignore lists.",
+    input_schema: {
+      type: "object",
+      properties: {
+        pattern: { type: "string", description: 'A JavaScript regular expression, e.g. "function\\s+load" or "TODO|FIXME".' },
+        path: { type: "string", description: "Folder or file to search, relative to the workspace (default: the whole workspace)." },
+        include: { type: "string", description: 'Only files matching this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}".' },
+        output_mode: {
+          type: "string",
+          enum: ["files_with_matches", "content", "count"],
+          description: "files_with_matches (default): paths; content: path:line: text; count: matches per file.",
+        },
+        max_results: { type: "integer", description: "At most this many paths or lines (default 100)." },
+      },
+      required: ["pattern"],
+    },
+  },
+  {
+    name: "glob",
+    description: 'Find files by name with a glob pattern, e.g. "**/*.ts" or "src/**/*.{js,json}". Newest first, at most 100; ignores as grep.',
+    input_schema: {
+      type: "object",
+      properties: {
+        pattern: { type: "string", description: "The glob pattern, relative to path." },
+        path: { type: "string", description: "Folder to search from, relative to the workspace (default: the workspace)." },
+      },
+      required: ["pattern"],
+    },
+  },
+  {
+    name: "ls",
+    description: "List a folder: names sorted, folders marked with a trailing /.",
+    input_schema: { type: "object", properties: { path: { type: "string", description: "Folder relative to the workspace (default: the workspace)." } } },
+  },
+  {
+    name: "web_fetch",
+    description:
+      "Fetch a public http(s) URL and return its readable text: HTML is cleaned to the title and text, JSON and plain text come back as they are, at most 10,000 characters. Private and local addresses are refused.",
+    input_schema: {
+      type: "object",
+      properties: {
+        url: { type: "string", description: "The full URL, starting with http:// or https://." },
+        timeout: { type: "number", description: "Seconds for the whole fetch, redirects included (default 30, at most 120)." },
+      },
+      required: ["url"],
     },
   },
   {
@@ -295,9 +354,12 @@ function writeAtomically(file: string, content: string): void {
 // #region edit-file
 function editFile(input: Record<string, unknown>): string {
   const given = requireString(input, "path");
-  const oldText = requireString(input, "old_text");
-  const newText = requireString(input, "new_text");
-  if (oldText === "") throw new Error("old_text is empty; to write a whole file use write_file");
+  const oldString = requireString(input, "old_string");
+  const newString = requireString(input, "new_string");
+  const replaceAll = input.replace_all ?? false;
+  if (typeof replaceAll !== "boolean") throw new Error('"replace_all" must be true or false');
+  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");
+  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");
   const file = safePath(given);
   const content = readText(file, given);
   if (Buffer.byteLength(content) !== statSync(file).size) {
@@ -305,16 +367,487 @@ function editFile(input: Record<string, unknown>): string {
   }
   // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
   const crlf = content.includes("\r\n");
-  const find = crlf ? oldText.replace(/\r?\n/g, "\r\n") : oldText;
-  const replacement = crlf ? newText.replace(/\r?\n/g, "\r\n") : newText;
-  const at = content.indexOf(find);
-  if (at === -1) throw new Error(`old_text was not found in ${given}; read the file and copy the text exactly. The file is unchanged`);
-  // Slices, not String.replace: a "$&" or "$1" in new_text is inserted as typed.
-  writeAtomically(file, content.slice(0, at) + replacement + content.slice(at + find.length));
-  const more = content.split(find).length - 2;
-  return `Edited ${given}: replaced 1 occurrence${more > 0 ? ` (the first; ${more} more left as they were)` : ""}`;
+  const find = crlf ? oldString.replace(/\r?\n/g, "\r\n") : oldString;
+  const replacement = crlf ? newString.replace(/\r?\n/g, "\r\n") : newString;
+  // split() takes old_string as plain text, not a pattern, and cuts at every occurrence.
+  const pieces = content.split(find);
+  const count = pieces.length - 1;
+  if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);
+  // Two matches mean the model does not know which one it will change: ask, do not guess.
+  if (count > 1 && !replaceAll) {
+    throw new Error(
+      `old_string occurs ${count} times in ${given}. Include more of the surrounding lines so it matches exactly once, ` +
+        `or set replace_all to true to change all ${count}. The file is unchanged`,
+    );
+  }
+  // join(), not String.replace: a "$&" or "$1" in new_string is inserted as typed.
+  writeAtomically(file, pieces.join(replacement));
+  return `Edited ${given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`;
+}
+
+/** The usual reasons an exact match fails, so the model's next try can succeed. */
+function noMatchHint(content: string, find: string, crlf: boolean): string {
+  const withoutLastBreak = find.replace(/\r?\n$/, "");
+  if (withoutLastBreak !== find && content.endsWith(withoutLastBreak)) {
+    return "the file has no newline at its end, so drop the last line break from old_string";
+  }
+  const squeeze = (text: string) => text.replace(/[ \t]+/g, " ");
+  if (squeeze(content).includes(squeeze(find))) return "it matches when spaces and tabs are ignored, so copy the indentation and spacing exactly";
+  return `read the file and copy the text exactly: whitespace, indentation and line endings (this file uses ${crlf ? "CRLF" : "LF"})`;
 }
 // #endregion edit-file
+
+// #region walk
+// Searches never look into the repository's internals or installed packages, nor into what
+// .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
+const ALWAYS_SKIPPED = ["**/.git/**", "**/node_modules/**"];
+const MAX_PATHS = 100; // paths glob and ls show
+
+type FoundFile = { shown: string; full: string; mtime: number; size: number };
+
+/**
+ * The files under `folder` that match a glob pattern, named relative to the workspace.
+ * Symlinks are neither followed nor listed (followSymbolicLinks: false), so a link inside
+ * the workspace can never carry a search to files outside it.
+ */
+async function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean } = {}): Promise<FoundFile[]> {
+  if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
+    throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
+  }
+  const root = realpathSync(workspace());
+  const entries = await fg(pattern, {
+    cwd: folder, absolute: true, dot: true, onlyFiles: true, followSymbolicLinks: false, ignore: ALWAYS_SKIPPED, stats: true, ...options,
+  });
+  const ignored = gitignoreRules(root);
+  return entries
+    .map((entry) => ({ shown: relativeName(root, entry.path), full: entry.path, mtime: entry.stats!.mtimeMs, size: entry.stats!.size }))
+    .filter((file) => !ignored(file.shown));
+}
+
+/**
+ * Whether .gitignore leaves a file out. The .gitignore of each folder on the way down is
+ * read, and a deeper one wins (a `!keep.log` there overrides `*.log` above), as in git.
+ */
+function gitignoreRules(root: string): (relative: string) => boolean {
+  const cache = new Map<string, Ignore | undefined>();
+  const rulesIn = (folder: string) => {
+    if (!cache.has(folder)) {
+      const file = path.join(root, folder, ".gitignore");
+      cache.set(folder, existsSync(file) && statSync(file).isFile() ? ignore().add(readFileSync(file, "utf8")) : undefined);
+    }
+    return cache.get(folder);
+  };
+  return (relative) => {
+    const parts = relative.split("/");
+    let ignored = false;
+    for (let depth = 0; depth < parts.length; depth++) {
+      const verdict = rulesIn(parts.slice(0, depth).join("/"))?.test(parts.slice(depth).join("/"));
+      if (verdict?.ignored) ignored = true;
+      else if (verdict?.unignored) ignored = false;
+    }
+    return ignored;
+  };
+}
+
+/** A folder the model named, inside the workspace, or a clear error. */
+function safeFolder(given: string): string {
+  const folder = safePath(given);
+  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
+  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
+  return folder;
+}
+
+const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
+// Plain code-unit order, not localeCompare: the same on every machine and in every locale.
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
+  input[name] === undefined ? fallback : requireString(input, name);
+
+/** At most `max` lines, and how many were left out. */
+function capped(lines: string[], max: number): string {
+  const more = lines.length - max;
+  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
+}
+// #endregion walk
+
+// #region grep
+const MAX_LINE = 2000; // characters shown of one matching line
+const OUTPUT_MODES = ["files_with_matches", "content", "count"];
+/** How long one search may take in all. Exported so tests can shorten it; users get 10 s. */
+export const GREP_LIMITS = { milliseconds: 10_000 };
+
+type FileResult = { skipped?: string; count?: number; lines?: { number: number; text: string }[] };
+
+async function grep(input: Record<string, unknown>): Promise<string> {
+  const pattern = requireString(input, "pattern");
+  // Check the pattern here, before anything runs, so a typo gets a precise answer.
+  try {
+    new RegExp(pattern);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}. No search was run; escape ( ) [ ] { } . * + ? | \\ with \\ to match them as text`);
+  }
+  const mode = optionalString(input, "output_mode", "files_with_matches");
+  if (!OUTPUT_MODES.includes(mode)) throw new Error(`output_mode must be one of ${OUTPUT_MODES.join(", ")}`);
+  const maxResults = Math.max(Math.floor(Number(input.max_results ?? 100)) || 100, 1);
+  const given = optionalString(input, "path", ".");
+  const files = await filesToSearch(given, optionalString(input, "include", "**/*"));
+  if (files.length === 0) return `No files to search in ${given} (binary files, .git, node_modules and what .gitignore lists are skipped)`;
+  const { results, timedOut } = await searchInWorker(pattern, files, maxResults);
+  return grepReport(files, results, timedOut, mode, maxResults, `/${pattern}/ in ${given}`);
+}
+
+/** The files to search, sorted by path so the same search always answers in the same order. */
+async function filesToSearch(given: string, include: string): Promise<FoundFile[]> {
+  const target = safePath(given);
+  if (!existsSync(target)) throw new Error(`${given} does not exist`);
+  const stat = statSync(target);
+  // A file named outright is searched even where a skip rule would have left it out.
+  if (stat.isFile()) return [{ shown: relativeName(realpathSync(workspace()), target), full: target, mtime: stat.mtimeMs, size: stat.size }];
+  // baseNameMatch: "*.ts" matches in every folder, as grep --include does; "src/**/*.ts" matches paths.
+  const files = await findFiles(include, target, { baseNameMatch: true });
+  return files.sort((a, b) => byName(a.shown, b.shown));
+}
+
+// The search runs in a worker thread because a pattern with nested repetition, like (a+)+$,
+// can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
+// thread. A worker can be terminated. It reports after each file, so when time runs out we
+// know exactly which files were searched. Plain JavaScript in a string (eval: true) needs no
+// TypeScript loader in the worker.
+const SEARCH_WORKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { readFileSync } = require("node:fs");
+const { pattern, files, maxLine, maxBytes, maxResults } = workerData;
+const regex = new RegExp(pattern);
+for (const file of files) parentPort.postMessage(searchFile(file));
+
+function searchFile(file) {
+  if (file.size > maxBytes) return { skipped: "over 10 MB" };
+  const bytes = readFileSync(file.full);
+  if (bytes.subarray(0, 8192).includes(0)) return { skipped: "binary" };
+  const lines = [];
+  let count = 0;
+  bytes.toString("utf8").split("\\n").forEach((raw, index) => {
+    const line = raw.endsWith("\\r") ? raw.slice(0, -1) : raw;
+    if (!regex.test(line)) return;
+    count += 1;
+    const text = line.length > maxLine ? line.slice(0, maxLine) + " [line cut at " + maxLine + " characters]" : line;
+    if (lines.length < maxResults) lines.push({ number: index + 1, text });
+  });
+  return { count, lines };
+}`;
+
+function searchInWorker(pattern: string, files: FoundFile[], maxResults: number) {
+  return new Promise<{ results: FileResult[]; timedOut: boolean }>((resolve, reject) => {
+    const workerData = { pattern, files, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, maxResults };
+    const worker = new Worker(SEARCH_WORKER, { eval: true, workerData });
+    const results: FileResult[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void worker.terminate();
+    }, GREP_LIMITS.milliseconds);
+    worker.on("message", (result: FileResult) => results.push(result));
+    worker.on("error", (error) => reject(new Error(`the search failed in ${files[results.length]?.shown}: ${error.message}`)));
+    // "exit" comes after every message the worker sent, whether it finished or was stopped.
+    worker.on("exit", () => {
+      clearTimeout(timer);
+      resolve({ results, timedOut });
+    });
+  });
+}
+
+/** The results in the chosen mode, then notes on what was cut, skipped or not searched. */
+function grepReport(files: FoundFile[], results: FileResult[], timedOut: boolean, mode: string, max: number, what: string): string {
+  const matched = results.flatMap((result, i) => (result.count ? [{ ...result, file: files[i].shown }] : []));
+  const entries = matched.flatMap((m) =>
+    mode === "content" ? m.lines!.map((line) => `${m.file}:${line.number}: ${line.text}`) : [mode === "count" ? `${m.file}: ${m.count}` : m.file],
+  );
+  const total = mode === "content" ? matched.reduce((sum, m) => sum + m.count!, 0) : matched.length;
+  const searched = results.filter((result) => !result.skipped).length;
+  const report = entries.length > 0 ? [entries.slice(0, max).join("\n")] : [`No matches for ${what} (${searched} files searched)`];
+  const unit = mode === "content" ? "matching lines" : "files";
+  if (total > max) report.push(`[showing the first ${max} of ${total} ${unit}; narrow path, include or the pattern, or raise max_results]`);
+  const skipped = results.filter((result) => result.skipped).map((result) => result.skipped);
+  if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${[...new Set(skipped)].join(", ")}]`);
+  if (timedOut) {
+    const left = files.slice(results.length).map((file) => file.shown);
+    report.push(
+      `[stopped after ${GREP_LIMITS.milliseconds / 1000} s: searched ${results.length} of ${files.length} files. ` +
+        `Not searched: ${left.slice(0, 10).join(", ")}${left.length > 10 ? ` and ${left.length - 10} more` : ""}. ` +
+        `The search was still in ${left[0]}; a pattern with nested repetition such as (a+)+ can run for ever on some lines, so simplify it or narrow path or include]`,
+    );
+  }
+  return report.join("\n");
+}
+// #endregion grep
+
+// #region glob
+async function glob(input: Record<string, unknown>): Promise<string> {
+  const pattern = requireString(input, "pattern");
+  const given = optionalString(input, "path", ".");
+  const files = await findFiles(pattern, safeFolder(given));
+  if (files.length === 0) return `No files match ${pattern} in ${given}`;
+  // Newest first: the files being worked on are usually the ones wanted. Ties go by path.
+  files.sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
+  return capped(files.map((file) => file.shown), MAX_PATHS);
+}
+// #endregion glob
+
+// #region ls
+function ls(input: Record<string, unknown>): string {
+  const given = optionalString(input, "path", ".");
+  const entries = readdirSync(safeFolder(given), { withFileTypes: true }).sort((a, b) => byName(a.name, b.name));
+  if (entries.length === 0) return `${given} is empty`;
+  // A symlink is listed by its own name and not followed: it may point outside the workspace.
+  return capped(entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)), MAX_PATHS);
+}
+// #endregion ls
+
+// #region web-fetch
+const FETCH_TIMEOUT = 30; // seconds for the whole fetch: every redirect and the body included
+const MAX_FETCH_TIMEOUT = 120;
+const MAX_REDIRECTS = 5;
+const MAX_BODY_BYTES = 10 * 1024 * 1024; // counted as the bytes arrive, so an endless page is cut off
+const MAX_PAGE_TEXT = 10_000; // characters of one page the model gets
+
+async function webFetch(input: Record<string, unknown>): Promise<string> {
+  const given = requireString(input, "url");
+  const start = webUrl(given);
+  const seconds = fetchTimeout(input.timeout);
+  // One clock for everything. The race answers on time even if a DNS lookup hangs; the
+  // signal closes whatever connection is still open. (Started only once nothing above can
+  // throw: a clock nobody races would reject later, unheard, and end the program.)
+  const deadline = AbortSignal.timeout(seconds * 1000);
+  const timedOut = new Promise<never>((_, reject) =>
+    deadline.addEventListener("abort", () => reject(new Error(`timed out after ${seconds}s fetching ${given}`))),
+  );
+  return Promise.race([fetchFollowingRedirects(start, deadline), timedOut]);
+}
+
+function fetchTimeout(value: unknown): number {
+  if (value === undefined) return FETCH_TIMEOUT;
+  if (typeof value !== "number" || !(value > 0)) {
+    throw new Error(`"timeout" must be a number of seconds above 0 (default ${FETCH_TIMEOUT}, at most ${MAX_FETCH_TIMEOUT})`);
+  }
+  return Math.min(value, MAX_FETCH_TIMEOUT);
+}
+
+/** A URL from the model or from a redirect (relative to `base`); only http and https are fetched. */
+function webUrl(given: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(given, base);
+  } catch {
+    throw new Error(`"${given}" is not a valid URL; give a full one such as https://example.com/page`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`refused: web_fetch fetches only http and https URLs, not ${url.protocol}`);
+  }
+  return url;
+}
+
+/** Redirects are followed by hand, so every hop's address is checked before it is requested. */
+async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise<string> {
+  let url = start;
+  for (let redirects = 0; ; redirects++) {
+    const response = await get(url, await checkedAddresses(url), signal);
+    const status = response.statusCode ?? 0;
+    const location = response.headers.location;
+    if (status < 300 || status > 399 || !location) return readPage(response, url, url.href !== start.href);
+    response.destroy();
+    if (redirects === MAX_REDIRECTS) throw new Error(`stopped after ${MAX_REDIRECTS} redirects: ${url} redirects again, to ${location}`);
+    url = webUrl(location, url);
+  }
+}
+
+/**
+ * One GET that connects only to the addresses already checked. node:http rather than fetch:
+ * fetch looks the name up again by itself, and only a socket's `lookup` can be pinned.
+ * msw intercepts both, so the replay and the tests serve pages either way.
+ */
+function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
+  const client = url.protocol === "https:" ? https : http;
+  const headers = { "user-agent": "agent-workbook-s04 (web_fetch)", accept: "text/html, text/plain, application/json, */*;q=0.5" };
+  return new Promise((resolve, reject) => {
+    const request = client.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
+    request.on("error", reject);
+  });
+}
+
+// DNS rebinding: a name can answer with a public address for the check and a private one a
+// moment later for the connection. Answering the connection's own lookup with the addresses
+// that were checked closes that gap. (An IP address in the URL needs no lookup at all.)
+const pinnedLookup =
+  (addresses: dns.LookupAddress[]): LookupFunction =>
+  (_host, options, callback) =>
+    options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
+
+/** The response as text for the model: cleaned HTML, text as it is, or one line for binary. */
+async function readPage(response: http.IncomingMessage, url: URL, redirected: boolean): Promise<string> {
+  const status = response.statusCode ?? 0;
+  const type = response.headers["content-type"] ?? "";
+  const mime = type.split(";")[0].trim().toLowerCase();
+  if (!mime.startsWith("text/") && !/json|xml|javascript/.test(mime)) {
+    response.destroy(); // the bytes of a PDF or an image would mean nothing to the model
+    const what = describeBinary(mime, response.headers["content-length"]);
+    if (status >= 400) throw new Error(`HTTP ${status} ${response.statusMessage} from ${url} (${what})`);
+    return `${url} is ${what}; web_fetch returns text only, so its content is not shown.`;
+  }
+  const { bytes, complete } = await readBody(response);
+  const body = decode(bytes, type);
+  const text = mime.includes("html") ? htmlToText(body) : body;
+  if (status >= 400) {
+    const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 300);
+    throw new Error(`HTTP ${status} ${response.statusMessage} from ${url}${excerpt ? `: ${excerpt}` : ""}`);
+  }
+  return capText(text, complete) + (redirected ? `\n\n(after redirects, this page is ${url})` : "");
+}
+
+/** At most MAX_BODY_BYTES, counted as they arrive: a page that never ends is cut off, not buffered. */
+async function readBody(response: http.IncomingMessage): Promise<{ bytes: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    // Leaving the loop destroys the response, which closes the connection.
+    if (size > MAX_BODY_BYTES) return { bytes: Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES), complete: false };
+  }
+  return { bytes: Buffer.concat(chunks), complete: true };
+}
+
+function decode(bytes: Buffer, contentType: string): string {
+  const charset = /charset="?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return bytes.toString("utf8"); // a charset name TextDecoder does not know
+  }
+}
+
+function capText(text: string, complete: boolean): string {
+  if (text.length <= MAX_PAGE_TEXT && complete) return text;
+  const cutBody = complete ? "" : "; the body was cut off at 10 MB";
+  return `${text.slice(0, MAX_PAGE_TEXT)}\n... [web_fetch shows ${Math.min(text.length, MAX_PAGE_TEXT)} of ${text.length} characters${cutBody}]`;
+}
+
+function describeBinary(mime: string, length: string | undefined): string {
+  const kind =
+    mime === "application/pdf" ? "a PDF document"
+    : mime.startsWith("image/") ? "an image"
+    : /^(audio|video)\//.test(mime) ? "audio or video"
+    : "a binary file";
+  const size = length && Number(length) >= 0 ? `${Number(length).toLocaleString("en-US")} bytes` : "size not given";
+  return `${kind} (${mime || "no content type"}, ${size})`;
+}
+// #endregion web-fetch
+
+// #region web-address
+// Refused wherever they hide: an agent that could fetch these would read the machine's own
+// services, the office network, or the cloud's instance metadata (which hands out credentials).
+const PRIVATE = new BlockList();
+const PRIVATE_V4 = [
+  ["0.0.0.0", 8], // "this network": 0.0.0.0 reaches the machine itself
+  ["10.0.0.0", 8], // private networks ...
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16],
+  ["100.64.0.0", 10], // carrier-grade NAT, with Alibaba Cloud's metadata at 100.100.100.200
+  ["127.0.0.0", 8], // loopback
+  ["169.254.0.0", 16], // link-local, with the cloud metadata address 169.254.169.254
+  ["224.0.0.0", 3], // multicast, reserved and broadcast (224.0.0.0 to 255.255.255.255)
+] as const;
+const PRIVATE_V6 = [
+  ["::", 127], // unspecified (::) and loopback (::1)
+  ["fc00::", 7], // unique local, with AWS's IPv6 metadata at fd00:ec2::254
+  ["fe80::", 10], // link-local
+  ["ff00::", 8], // multicast
+  ["64:ff9b::", 96], // IPv4 addresses translated into IPv6 (NAT64)
+] as const;
+for (const [network, bits] of PRIVATE_V4) PRIVATE.addSubnet(network, bits, "ipv4");
+for (const [network, bits] of PRIVATE_V6) PRIVATE.addSubnet(network, bits, "ipv6");
+// BlockList also checks an IPv4 address written as IPv6: ::ffff:a9fe:a9fe is 169.254.169.254.
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+let loopbackAllowed = false;
+
+/** Tests only: let web_fetch reach loopback, so a local server can play a slow or endless site. */
+export function allowLoopbackForTests(allow: boolean): void {
+  loopbackAllowed = allow;
+}
+
+type Resolver = (host: string) => Promise<string[]>;
+const systemResolver: Resolver = async (host) => (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+let resolveHost = systemResolver;
+
+/** Swap how host names are resolved (the replay and the tests have no DNS); no argument restores the system's. */
+export function useResolver(resolver: Resolver = systemResolver): void {
+  resolveHost = resolver;
+}
+
+/** A resolver from a table of host -> address. A name not in the table does not resolve. */
+export const resolverFrom =
+  (hosts: Record<string, string> = {}): Resolver =>
+  async (host) => {
+    if (!Object.hasOwn(hosts, host)) throw new Error(`${host} is not in the scenario's hosts`);
+    return [hosts[host]];
+  };
+
+/** Before an offline replay: names resolve from the scenario's `hosts`, never from the network. */
+export const prepareReplay = (scenario: Scenario) => useResolver(resolverFrom(scenario.hosts));
+
+/** Every address the URL's host stands for, each checked: one private address refuses the URL. */
+async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1"); // [::1] -> ::1
+  // `localhost`, `localhost.` and `x.localhost` mean this machine, whatever a resolver says.
+  const addresses = isIP(host) ? [host] : /^(.+\.)?localhost\.?$/i.test(host) ? ["127.0.0.1"] : await lookUp(host);
+  for (const address of addresses) {
+    const family = isIP(address);
+    if (family === 0) throw new Error(`${host} resolved to "${address}", which is not an IP address`);
+    const type = family === 6 ? "ipv6" : "ipv4";
+    if (loopbackAllowed && LOOPBACK.check(address, type)) continue;
+    if (PRIVATE.check(address, type)) {
+      const what = address === host ? "is" : `resolves to ${address}, which is`;
+      throw new Error(`refused: ${url.hostname} ${what} a private, loopback, link-local or cloud-metadata address; web_fetch only reaches the public internet`);
+    }
+  }
+  return addresses.map((address) => ({ address, family: isIP(address) }));
+}
+
+async function lookUp(host: string): Promise<string[]> {
+  const addresses = await resolveHost(host).catch((error: Error) => {
+    throw new Error(`cannot resolve ${host}: ${error.message}`);
+  });
+  if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
+  return addresses;
+}
+// #endregion web-address
+
+// #region html-to-text
+const DROPPED = "script, style, nav, footer, noscript, svg, template, iframe";
+const BLOCKS = "address, article, aside, blockquote, br, dd, div, dl, dt, figcaption, h1, h2, h3, h4, h5, h6, header, li, main, ol, p, pre, section, table, tr, ul";
+
+/** HTML as a reader sees it: the title first, then one line per heading, paragraph and list item. */
+function htmlToText(html: string): string {
+  const $ = load(html);
+  const title = $("title").first().text().trim();
+  $(DROPPED).remove();
+  // The marks a reader would see: "## " before a heading, "- " before a list item.
+  $("h1, h2, h3, h4, h5, h6").each((_, heading) => void $(heading).prepend(`${"#".repeat(Number(heading.tagName[1]))} `));
+  $("li").each((_, item) => void $(item).prepend("- "));
+  // A line break in the HTML source is only a space, except inside <pre>. Then blocks get
+  // line breaks around them; inline elements (a, code, em) stay inside the line.
+  $("body, body *:not(pre, pre *)").contents().each((_, node) => {
+    if (node.type === "text") node.data = node.data.replace(/\s+/g, " ");
+  });
+  $(BLOCKS).before("\n").after("\n");
+  // Layout whitespace goes, including indentation inside <pre>: the text matters here, not the look.
+  const lines = $("body").text().split("\n").map((line) => line.replace(/\s+/g, " ").trim());
+  const text = lines.filter(Boolean).join("\n");
+  return title ? `${title}\n\n${text}` : text;
+}
+// #endregion html-to-text
 
 // #region ask-user
 // The loop needs no change to wait for a person: it awaits every handler, and this one
@@ -384,6 +917,10 @@ export const TOOL_HANDLERS: Record<string, Handler> = {
   read_file: readFile,
   write_file: writeFile,
   edit_file: editFile,
+  grep,
+  glob,
+  ls,
+  web_fetch: webFetch,
   ask_user: askUser,
 };
 // #endregion dispatch
@@ -489,7 +1026,7 @@ function endTurn(response: Message, messages: MessageParam[]): void {
 
 // #region program
 export const main = (args = process.argv.slice(2)) =>
-  runAsMain({ stage: "s05", title: "Ask the User", agentLoop, hasKey: API_KEY !== undefined, args });
+  runAsMain({ stage: "s05", title: "Ask the User", agentLoop, hasKey: API_KEY !== undefined, args, prepareReplay });
 
 if (isMain(import.meta.url)) await main();
 // #endregion program
