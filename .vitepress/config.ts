@@ -5,7 +5,7 @@ import { defineConfig } from "vitepress";
 import { STAGES, type Lang } from "./curriculum.ts";
 import { nav, sidebar } from "./navigation.ts";
 import { tokenize } from "./search.ts";
-import { existingStages } from "./stage-files.ts";
+import { existingStages } from "../lib/stages.ts";
 
 const existing = existingStages();
 

@@ -3,8 +3,8 @@
 // exercises all read scenarios through this file, so they see the same thing.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Message } from "@anthropic-ai/sdk/resources/messages";
+import { REPO_ROOT } from "./stages.ts";
 
 /** A web page the replay serves in place of the network (s04's web_fetch reads these). */
 export interface ScenarioPage {
@@ -32,7 +32,7 @@ export interface Scenario {
   hosts?: Record<string, string>;
 }
 
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export { REPO_ROOT };
 export const FIXTURES_DIR = path.join(REPO_ROOT, "fixtures");
 
 /** Where a scenario lives: a path to a .json file, or a name under fixtures/<stage>/. */

@@ -13,7 +13,7 @@ import { STAGES, type Lang } from "../.vitepress/curriculum.ts";
 import { nav, sidebar } from "../.vitepress/navigation.ts";
 import { tokenize } from "../.vitepress/search.ts";
 import { linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
-import { existingStages, REPO_ROOT } from "../.vitepress/stage-files.ts";
+import { existingStages, REPO_ROOT } from "../lib/stages.ts";
 
 // ---------------------------------------------------------------------------------------
 // The checks

@@ -2,7 +2,7 @@
 // the real stage program spawned as a learner would run it, and a loopback stand-in for
 // the model's API that answers through the same replay engine as everything else.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -12,35 +12,21 @@ import { afterEach, beforeEach } from "vitest";
 import { getResponse } from "msw";
 import type { ContentBlock, Message, MessageCreateParams, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
-import { REPO_ROOT, type Scenario } from "../lib/scenario.ts";
+import type { Scenario } from "../lib/scenario.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
 
 export { REPO_ROOT };
-export const AGENTS_DIR = path.join(REPO_ROOT, "agents");
 
 /** Every stage file, in order: agents/s01_agent_loop.ts, ... */
 export function stageFiles(): string[] {
-  return readdirSync(AGENTS_DIR)
-    .filter((name) => /^s\d\d_.*\.ts$/.test(name))
-    .sort()
-    .map((name) => path.join(AGENTS_DIR, name));
+  return [...existingStages().values()].map((name) => path.join(AGENTS_DIR, name));
 }
 
 /** "s02" -> absolute path of agents/s02_*.ts */
 export function stageFile(stage: string): string {
-  const file = stageFiles().find((f) => path.basename(f).startsWith(`${stage}_`));
-  if (!file) throw new Error(`no stage file for ${stage}`);
-  return file;
-}
-
-/** The text between `// #region name` and `// #endregion name` of a source file, or undefined. */
-export function region(source: string, name: string): string | undefined {
-  const match = source.match(new RegExp(`// #region ${name}\\n([\\s\\S]*?)// #endregion ${name}\\n`));
-  return match?.[1];
-}
-
-/** The names of every `// #region name` in a source file, in order. */
-export function regionNames(source: string): string[] {
-  return [...source.matchAll(/\/\/ #region ([\w-]+)\n/g)].map((m) => m[1]);
+  const name = existingStages().get(stage);
+  if (!name) throw new Error(`no stage file for ${stage}`);
+  return path.join(AGENTS_DIR, name);
 }
 
 /**

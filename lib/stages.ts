@@ -1,12 +1,11 @@
-// Which stages exist: a stage exists when agents/ holds its file (agents/sNN_*.ts) at build
-// time. Everything else in the curriculum is shown as coming.
+// Where the workbook is, and which stages exist: a stage exists when agents/ holds its file
+// (agents/sNN_*.ts). The program scripts, the tests and the docs site all ask here.
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const AGENTS_DIR = path.join(REPO_ROOT, "agents");
-export const DOCS_DIR = path.join(REPO_ROOT, "docs");
 
 /** Stage id -> file name in agents/, for every stage file present, in order. */
 export function existingStages(agentsDir = AGENTS_DIR): Map<string, string> {
