@@ -10,7 +10,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach } from "vitest";
 import { getResponse } from "msw";
-import type { ContentBlock, Message, MessageCreateParams, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
@@ -254,4 +254,17 @@ export function runInTerminal(
       resolve({ code, stdout, stderr: "" });
     });
   });
+}
+
+/** Each prompt as the person's turn, then the loop until it stops: the conversation after. */
+export async function runTurns(
+  agentLoop: (messages: MessageParam[]) => Promise<void>,
+  prompts: string[],
+): Promise<MessageParam[]> {
+  const messages: MessageParam[] = [];
+  for (const prompt of prompts) {
+    messages.push({ role: "user", content: prompt });
+    await agentLoop(messages);
+  }
+  return messages;
 }

@@ -8,7 +8,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
 import { PassThrough } from "node:stream";
-import { reply, resultText, scenarioOf, stageFiles, toolResults, useReplay, useWorkspace } from "./helpers.ts";
+import { reply, resultText, scenarioOf, stageFiles, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
 
 const stages = stageFiles().map((file) => [file.match(/(s\d\d)_/)![1], file] as const);
 
@@ -109,11 +109,7 @@ describe.each(stages)("%s agent loop", (_stage, file) => {
     // The person's recorded answers are typed as in the program's replay (s05's ask_user).
     useTerminal(scriptedTerminal(scenario.answers ?? [], new PassThrough() as unknown as NodeJS.WriteStream));
     const session = replay(scenario);
-    const messages: MessageParam[] = [];
-    for (const prompt of scenario.prompts) {
-      messages.push({ role: "user", content: prompt });
-      await agentLoop(messages);
-    }
+    await runTurns(agentLoop, scenario.prompts);
     useTerminal(nobody);
     expect(session.verdict()).toEqual([]);
     expect(session.requests).toHaveLength(scenario.replies.length);
@@ -129,11 +125,7 @@ describe("s01's demo, in detail", () => {
   it("really runs bash: the file exists and the model received its byte count and the exit code", async () => {
     const { agentLoop } = await import("../agents/s01_agent_loop.ts");
     const session = replay(loadScenario("s01"));
-    const messages: MessageParam[] = [];
-    for (const prompt of loadScenario("s01").prompts) {
-      messages.push({ role: "user", content: prompt });
-      await agentLoop(messages);
-    }
+    await runTurns(agentLoop, loadScenario("s01").prompts);
     expect(readFileSync(`${workspace.dir}/hello.txt`, "utf8")).toBe("Hello from s01\n");
     const [write, count] = toolResults(session, 1);
     expect([write.tool_use_id, count.tool_use_id]).toEqual(["toolu_s01_demo_01", "toolu_s01_demo_02"]);

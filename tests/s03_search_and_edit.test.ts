@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
-import { resultText, toolResults, useReplay, useWorkspace } from "./helpers.ts";
+import { resultText, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
 
 type Handler = (input: Record<string, unknown>) => string | Promise<string>;
 const stage = async () => await import("../agents/s03_search_and_edit.ts");
@@ -327,11 +327,7 @@ describe("s03 demo, through the agent loop", () => {
     const scenario = loadScenario("s03");
     files(scenario.files!);
     const session = replay(scenario);
-    const messages: MessageParam[] = [];
-    for (const prompt of scenario.prompts) {
-      messages.push({ role: "user", content: prompt });
-      await agentLoop(messages);
-    }
+    await runTurns(agentLoop, scenario.prompts);
     expect(session.verdict()).toEqual([]);
     const texts = (index: number) => toolResults(session, index).map(resultText);
 

@@ -11,7 +11,7 @@ import { setupServer } from "msw/node";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario, type ScenarioPage } from "../lib/scenario.ts";
 import * as s04 from "../agents/s04_web_fetch.ts";
-import { reply, resultText, runStage, scenarioOf, toolResults, useReplay, useWorkspace } from "./helpers.ts";
+import { reply, resultText, runStage, scenarioOf, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
 
 const { TOOL_HANDLERS, agentLoop, allowLoopbackForTests, resolverFrom, useResolver } = s04;
 
@@ -370,11 +370,7 @@ describe("s04's demo", () => {
     const scenario = loadScenario("s04");
     s04.prepareReplay(scenario);
     const session = replay(scenario);
-    const messages: MessageParam[] = [];
-    for (const prompt of scenario.prompts) {
-      messages.push({ role: "user", content: prompt });
-      await agentLoop(messages);
-    }
+    await runTurns(agentLoop, scenario.prompts);
     expect(session.verdict()).toEqual([]);
 
     const [page] = toolResults(session, 1);

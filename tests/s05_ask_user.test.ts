@@ -9,7 +9,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { agentLoop } from "../agents/s05_ask_user.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
-import { reply, resultText, runStage, scenarioOf, startStandIn, toolResults, useReplay, useWorkspace } from "./helpers.ts";
+import { reply, resultText, runStage, scenarioOf, startStandIn, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the .log files older than a week", "Keep everything"];
 const NO_ONE_THERE = "No one answered (no person at the terminal). Decide without them, choosing the safe option.";
@@ -150,11 +150,7 @@ describe("s05 ask_user", () => {
     const you = person(scenario.answers ?? []);
     useTerminal(you.terminal);
     const session = replay(scenario);
-    const messages: MessageParam[] = [];
-    for (const prompt of scenario.prompts) {
-      messages.push({ role: "user", content: prompt });
-      await agentLoop(messages);
-    }
+    await runTurns(agentLoop, scenario.prompts);
     expect(session.verdict()).toEqual([]);
     // The logs were all there when the model asked, and it got the person's choice back.
     expect(resultText(toolResults(session, 1)[0])).toMatch(/build-2024-05-01\.log[\s\S]*build-2024-05-03\.log/);
