@@ -239,7 +239,8 @@ async function main(): Promise<number> {
     rmSync(profile, { recursive: true, force: true });
   }
 
-  console.log(`\n${passed} passed, ${failures.length} failed. Screenshots: ${path.relative(ROOT, RESULTS)}/`);
+  console.log(`\nScreenshots: ${path.relative(ROOT, RESULTS)}/`);
+  console.log(`${passed} passed, ${failures.length} failed`);
   if (failures.length > 0) console.log(`Failed:\n- ${failures.join("\n- ")}`);
   return failures.length === 0 ? 0 : 1;
 }
