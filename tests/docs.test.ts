@@ -305,13 +305,13 @@ describe("the checks catch broken docs", () => {
   const copies: string[] = [];
   afterAll(() => copies.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-  /** A copy of agents/ (s01 and s02 only) and docs/ in a temporary folder. */
+  /** A copy of the stage files and docs/ in a temporary folder, to break. */
   function brokenCopy(): string {
     const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-docs-"));
     copies.push(dir);
     cpSync(path.join(REPO_ROOT, "docs"), path.join(dir, "docs"), { recursive: true });
-    for (const name of ["s01_agent_loop.ts", "s02_tool_use.ts"]) {
-      cpSync(path.join(REPO_ROOT, "agents", name), path.join(dir, "agents", name), { recursive: true });
+    for (const name of stages(REPO_ROOT).values()) {
+      cpSync(path.join(REPO_ROOT, "agents", name), path.join(dir, "agents", name));
     }
     return dir;
   }
@@ -327,10 +327,11 @@ describe("the checks catch broken docs", () => {
 
   it("names a stage file that has no page", () => {
     const dir = brokenCopy();
-    writeFileSync(path.join(dir, "agents", "s03_search_and_edit.ts"), read(path.join(dir, "agents", "s02_tool_use.ts")));
+    const next = `s${String(stages(dir).size + 1).padStart(2, "0")}`; // the stage after the last one
+    writeFileSync(path.join(dir, "agents", `${next}_new_stage.ts`), read(path.join(dir, "agents", "s02_tool_use.ts")));
     expect(checkStagePagesExist(dir)).toEqual([
-      "agents/s03_search_and_edit.ts has no page: docs/s03.md is missing",
-      "agents/s03_search_and_edit.ts has no page: docs/ja/s03.md is missing",
+      `agents/${next}_new_stage.ts has no page: docs/${next}.md is missing`,
+      `agents/${next}_new_stage.ts has no page: docs/ja/${next}.md is missing`,
     ]);
   });
 
@@ -377,13 +378,13 @@ describe("the checks catch broken docs", () => {
     const dir = brokenCopy();
     edit(path.join(dir, "docs", "ja", "s01.md"), (text) => text.replace("(./getting-started)", "(./getting-startd)"));
     edit(path.join(dir, "docs", "index.md"), (text) => text.replace("link: /curriculum", "link: /curricullum").concat("\n[x](./s02#no-such-section)\n"));
-    const withS03 = new Map([...stages(dir), ["s03", "s03_search_and_edit.ts"]]);
-    const problems = checkLinks(dir, navigationLinks(withS03));
+    const next = `s${String(stages(dir).size + 1).padStart(2, "0")}`; // a stage file with no page yet
+    const problems = checkLinks(dir, navigationLinks(new Map([...stages(dir), [next, `${next}_new_stage.ts`]])));
     expect(problems).toContain("ja/s01.md: the link ./getting-startd leads to docs/ja/getting-startd.md, which does not exist");
     expect(problems).toContain("index.md: the link /curricullum leads to docs/curricullum.md, which does not exist");
     expect(problems).toContain("index.md: the link ./s02#no-such-section names #no-such-section, which docs/s02.md has no heading for");
-    expect(problems).toContain("the en nav and sidebar: the link /s03 leads to docs/s03.md, which does not exist");
-    expect(problems).toContain("the ja nav and sidebar: the link /ja/s03 leads to docs/ja/s03.md, which does not exist");
+    expect(problems).toContain(`the en nav and sidebar: the link /${next} leads to docs/${next}.md, which does not exist`);
+    expect(problems).toContain(`the ja nav and sidebar: the link /ja/${next} leads to docs/ja/${next}.md, which does not exist`);
   });
 
   it("names a changed region that What changed leaves out, and a loop row that is not unchanged", () => {
