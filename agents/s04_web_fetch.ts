@@ -1,7 +1,7 @@
 /**
  * s04_web_fetch.ts - Web Fetch
  *
- * "Reach outside, but only outside": a URL becomes clean text; the agent's own network stays out of reach.
+ * "Reach outside, bring back only text": a URL becomes clean text; the agent's own network stays out of reach.
  *
  *   web_fetch(url)
  *     |

@@ -1,7 +1,7 @@
 /**
  * s05_ask_user.ts - Ask the User
  *
- * "When a step cannot be undone, ask first": the model asks, the loop waits for a person.
+ * "When unsure, ask the person": before a step that cannot be undone, the model asks and the loop waits.
  *
  *   you: "clean up this folder"
  *        |

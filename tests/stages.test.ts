@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { STAGES } from "../.vitepress/curriculum.ts";
 import { stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
@@ -30,5 +31,14 @@ describe("every stage", () => {
     expect(typeof stage.main).toBe("function");
     const schemaNames = stage.TOOLS.map((t: { name: string }) => t.name).sort();
     expect(Object.keys(stage.TOOL_HANDLERS).sort()).toEqual(schemaNames);
+  });
+});
+
+describe("the curriculum", () => {
+  it.each(files.map((f) => [path.basename(f), f]))("gives %s the motto its header gives", (name, file) => {
+    const motto = readFileSync(file, "utf8").split("\n")[3].match(/^ \* "([^"]+)"/)?.[1];
+    const stage = STAGES.find((s) => s.file === name);
+    expect(stage, `${name} is not in .vitepress/curriculum.ts`).toBeDefined();
+    expect(motto).toBe(stage!.motto.en);
   });
 });
