@@ -16,7 +16,7 @@ import { APIConnectionError, APIError } from "@anthropic-ai/sdk";
 import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "./scenario.ts";
 import { startReplay } from "./replay.ts";
 import { startRecording, type Recording } from "./record.ts";
-import { lineTerminal, nobody, scriptedTerminal, terminal, typeOut, useTerminal, type Terminal } from "./terminal.ts";
+import { lineTerminal, nobody, scriptedTerminal, typeOut, useTerminal, type Terminal } from "./terminal.ts";
 
 export interface StageProgram {
   /** "s02" */
@@ -211,6 +211,3 @@ export async function runAsMain(program: StageProgram): Promise<never> {
   const code = await runProgram(program);
   process.exit(code);
 }
-
-export { terminal };
-export type { Terminal };
