@@ -49,10 +49,10 @@ export async function runProgram(program: StageProgram): Promise<number> {
   return converse(program, rest);
 }
 
+/** `--replay [scenario]` or `--record <name>` first, then the prompt, if any. */
 function parseArgs(args: string[]) {
   const [first, second, ...more] = args;
-  if (first === "--replay") return { flag: first, value: second, rest: more };
-  if (first === "--record") return { flag: first, value: second, rest: more };
+  if (first === "--replay" || first === "--record") return { flag: first, value: second, rest: more };
   return { flag: undefined, value: undefined, rest: args };
 }
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach, beforeEach } from "vitest";
+import { afterEach, beforeEach, vi } from "vitest";
 import { getResponse } from "msw";
 import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
@@ -46,6 +46,17 @@ export function useWorkspace(): { readonly dir: string } {
     rmSync(state.dir, { recursive: true, force: true });
   });
   return state;
+}
+
+/** What the program printed with console.log in each test, a line per call; nothing reaches the screen. */
+export function usePrinted(): string[] {
+  const printed: string[] = [];
+  beforeEach(() => {
+    printed.length = 0;
+    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
+  });
+  afterEach(() => vi.restoreAllMocks());
+  return printed;
 }
 
 /** Serve a scenario for the duration of one test, and close it afterwards. */

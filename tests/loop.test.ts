@@ -3,24 +3,19 @@
 // (stages.test.ts proves it), so these run against each stage's own module.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
 import { PassThrough } from "node:stream";
-import { reply, resultText, scenarioOf, stageFiles, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
+import { reply, resultText, scenarioOf, stageFiles, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 const stages = stageFiles().map((file) => [file.match(/(s\d\d)_/)![1], file] as const);
 
 describe.each(stages)("%s agent loop", (_stage, file) => {
   const workspace = useWorkspace();
   const replay = useReplay();
-  let printed: string[];
-  beforeEach(() => {
-    printed = [];
-    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
-  });
-  afterEach(() => vi.restoreAllMocks());
+  const printed = usePrinted();
 
   it("answers every tool call of a reply in one user message, in order, each with its id", async () => {
     const { agentLoop } = await import(file);
@@ -119,8 +114,7 @@ describe.each(stages)("%s agent loop", (_stage, file) => {
 describe("s01's demo, in detail", () => {
   const workspace = useWorkspace();
   const replay = useReplay();
-  beforeEach(() => void vi.spyOn(console, "log").mockImplementation(() => {}));
-  afterEach(() => vi.restoreAllMocks());
+  usePrinted();
 
   it("really runs bash: the file exists and the model received its byte count and the exit code", async () => {
     const { agentLoop } = await import("../agents/s01_agent_loop.ts");

@@ -4,10 +4,10 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
-import { resultText, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
+import { resultText, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 type Handler = (input: Record<string, unknown>) => string | Promise<string>;
 const stage = async () => await import("../agents/s03_search_and_edit.ts");
@@ -319,8 +319,7 @@ describe("s03 tools stay inside the workspace", () => {
 describe("s03 demo, through the agent loop", () => {
   const workspace = useWorkspace();
   const replay = useReplay();
-  beforeEach(() => void vi.spyOn(console, "log").mockImplementation(() => {}));
-  afterEach(() => vi.restoreAllMocks());
+  usePrinted();
 
   it("finds the setting, is refused a non-unique edit, succeeds with more context, then renames with replace_all", async () => {
     const { agentLoop } = await stage();

@@ -9,7 +9,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { agentLoop } from "../agents/s05_ask_user.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
-import { reply, resultText, runStage, scenarioOf, startStandIn, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
+import { reply, resultText, runStage, scenarioOf, startStandIn, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the .log files older than a week", "Keep everything"];
 const NO_ONE_THERE = "No one answered (no person at the terminal). Decide without them, choosing the safe option.";
@@ -32,15 +32,8 @@ function person(lines: string[]) {
 describe("s05 ask_user", () => {
   const workspace = useWorkspace();
   const replay = useReplay();
-  let printed: string[];
-  beforeEach(() => {
-    printed = [];
-    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
-  });
-  afterEach(() => {
-    vi.restoreAllMocks();
-    useTerminal(nobody);
-  });
+  const printed = usePrinted();
+  afterEach(() => useTerminal(nobody));
 
   /** One turn where the model calls ask_user with `input`, then ends: what did the model get back? */
   async function ask(input: Record<string, unknown>, who: Terminal) {
