@@ -22,10 +22,10 @@ import { spawn } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import Anthropic from "@anthropic-ai/sdk";
 import type { Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import fg from "fast-glob";
 import ignore, { type Ignore } from "ignore";
+import { modelClient } from "../lib/model.ts";
 import { isMain, runAsMain } from "../lib/program.ts";
 
 // #region config
@@ -34,17 +34,15 @@ const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// With no key the program replays a recorded demo, so the placeholder key is never sent
-// anywhere. `fetch` is looked up at each request so the replay (msw) can stand in for the API.
-const client = new Anthropic({
-  apiKey: API_KEY ?? "no-key-replay-only",
-  baseURL: process.env.ANTHROPIC_BASE_URL || undefined,
-  fetch: (url, init) => fetch(url, init),
-});
+// The official SDK's client for any Anthropic-compatible API (lib/model.ts loads the SDK at
+// the first request, so the program starts at once). With no key the program replays a
+// recorded demo, and the placeholder key it then uses is never sent anywhere.
+const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace is the directory the program runs in. It is read at each call rather than
-// stored, so the offline replay and the tests run this same code in a temporary folder.
+// stored, so the offline replay and the tests run this same code in a temporary folder; the
+// system prompt is written at each request for the same reason.
 const workspace = () => process.cwd();
-const SYSTEM = `You are a coding agent working in ${workspace()}. Find before you change: ls, glob and grep to locate code, read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly.`;
+const systemPrompt = () => `You are a coding agent working in ${workspace()}. Find before you change: ls, glob and grep to locate code, read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly.`;
 // #endregion config
 
 // #region tools
@@ -633,7 +631,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
     const response = await client.messages.create({
       model: MODEL,
       max_tokens: MAX_TOKENS,
-      system: SYSTEM,
+      system: systemPrompt(),
       tools: TOOLS,
       messages,
     });

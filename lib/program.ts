@@ -7,16 +7,18 @@
 //   ... --replay [scenario]                         replay fixtures/s02/<scenario>.json (default: demo)
 //   ... --record <name>                             a real session, saved as fixtures/s02/<name>.json
 // With no ANTHROPIC_API_KEY the program says so and replays the stage's demo.
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+//
+// The replay engine and the recorder need msw, which takes a while to load, so they are
+// imported only when a replay or a recording starts: the prompt appears at once.
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { APIConnectionError, APIError } from "@anthropic-ai/sdk";
+import { APIConnectionError, APIError } from "@anthropic-ai/sdk/core/error";
 import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "./scenario.ts";
-import { startReplay } from "./replay.ts";
-import { startRecording, type Recording } from "./record.ts";
-import { lineTerminal, nobody, scriptedTerminal, typeOut, useTerminal, type Terminal } from "./terminal.ts";
+import type { Recording } from "./record.ts";
+import { lineTerminal, nobody, typeOut, useTerminal, type Terminal } from "./terminal.ts";
 
 export interface StageProgram {
   /** "s02" */
@@ -29,7 +31,7 @@ export interface StageProgram {
   /** The command line after the file name. */
   args: string[];
   /** Called before a replay starts, for what a stage needs from the scenario (s04: its host names). */
-  prepareReplay?: (scenario: Scenario) => void;
+  prepareReplay?: (scenario: Scenario) => void | Promise<void>;
 }
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -40,6 +42,10 @@ const HOW_TO_USE_A_MODEL =
 export async function runProgram(program: StageProgram): Promise<number> {
   const { flag, value, rest } = parseArgs(program.args);
   if (flag === "--replay") return replayDemo(program, value);
+  if (flag === "--record" && !program.hasKey) {
+    console.log(`[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")}`);
+    return 1;
+  }
   if (!program.hasKey) {
     const why = rest.length > 0 ? "your prompt needs a real model, so here is" : "replaying";
     console.log(`No ANTHROPIC_API_KEY set: ${why} the recorded demo of ${program.stage} instead.`);
@@ -56,7 +62,11 @@ function parseArgs(args: string[]) {
   return { flag: undefined, value: undefined, rest: args };
 }
 
-/** The prompt loop, or a single turn when a prompt was given on the command line. */
+/**
+ * The prompt loop, or a single turn when a prompt was given on the command line. The exit
+ * code is 1 when the last turn ended with an error (a refused key, no connection): the
+ * person has something to fix, and a script that ran the stage should know it.
+ */
 async function converse(program: StageProgram, rest: string[], recording?: Recording): Promise<number> {
   const history: MessageParam[] = [];
   // Tools that ask the person (s05) read from the same terminal as the prompt.
@@ -73,15 +83,16 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
   const term = lineTerminal();
   useTerminal(toolsTerminal(term));
   console.log(`${program.stage}: ${program.title}. Type a request; q, exit or an empty line leaves.`);
+  let lastTurnOk = true;
   while (true) {
     const line = await term.ask(`${program.stage} >> `);
     const prompt = line?.trim();
     if (!prompt || EXIT_WORDS.has(prompt.toLowerCase())) break;
     recording?.prompt(prompt);
-    await runTurn(program, history, prompt);
+    lastTurnOk = await runTurn(program, history, prompt);
   }
   term.close();
-  return 0;
+  return lastTurnOk ? 0 : 1;
 }
 
 /** One turn: the person's prompt, then the agent loop until the model stops asking for tools. */
@@ -139,63 +150,77 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
     return 1;
   }
   const file = path.relative(REPO_ROOT, scenarioPath(program.stage, name));
+  const removed = removeEarlierDemos(program.stage);
   const workspace = mkdtempSync(path.join(os.tmpdir(), `workbook-${program.stage}-`));
-  for (const [relative, text] of Object.entries(scenario.files ?? {})) {
-    mkdirSync(path.dirname(path.join(workspace, relative)), { recursive: true });
-    writeFileSync(path.join(workspace, relative), text);
-  }
   console.log(`Replaying ${file} in a fresh workspace: ${workspace}`);
   console.log(`(${scenario.description})\n`);
 
-  const home = process.cwd();
-  process.chdir(workspace); // the workspace is the directory the program runs in
-  program.prepareReplay?.(scenario);
-  const replay = startReplay(scenario);
-  useTerminal(scriptedTerminal(scenario.answers ?? []));
-  const history: MessageParam[] = [];
-  try {
-    for (const prompt of scenario.prompts) {
+  const { replayScenario } = await import("./session.ts");
+  const session = await replayScenario(program, scenario, {
+    workspace,
+    output: process.stdout,
+    onPrompt: async (prompt) => {
       process.stdout.write(`${program.stage} >> `);
       await typeOut(prompt);
       process.stdout.write("\n");
-      await runTurn(program, history, prompt);
-      console.log();
-    }
-  } finally {
-    replay.close();
-    useTerminal(nobody);
-    process.chdir(home);
-  }
-  const problems = replay.verdict();
-  if (problems.length > 0) {
-    console.log(`The session did not match the recording:\n- ${problems.join("\n- ")}`);
+    },
+    onTurnError: (error) => console.log(describeProviderError(error)),
+    onTurnEnd: () => console.log(),
+  });
+  useTerminal(nobody);
+  if (session.problems.length > 0) {
+    console.log(`The session did not match the recording:\n- ${session.problems.join("\n- ")}`);
     return 1;
   }
-  console.log(`The demo's files are still in ${workspace}.`);
+  const cleaned = removed > 0 ? ` (the earlier replay's folder of ${program.stage} was removed)` : "";
+  console.log(`The demo's files are in ${workspace}${cleaned}.`);
   console.log(HOW_TO_USE_A_MODEL);
   return 0;
 }
 
-/** A real session, saved as a scenario when it ends. */
+/**
+ * Each replay gets a fresh folder, and a person may want to look at it afterwards; but they
+ * must not pile up in the temporary folder, so an earlier replay's folder of the same stage
+ * is removed when a new one starts. Only folders this program names so are touched.
+ */
+function removeEarlierDemos(stage: string): number {
+  const prefix = `workbook-${stage}-`;
+  let removed = 0;
+  for (const name of readdirSync(os.tmpdir())) {
+    if (!name.startsWith(prefix) || !/^[A-Za-z0-9]{6}$/.test(name.slice(prefix.length))) continue;
+    rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
+/** A real session, saved as a scenario when it ends, with every turn that was complete. */
 async function record(program: StageProgram, name: string | undefined, rest: string[]): Promise<number> {
   if (!name) {
     console.log("[error] --record needs a scenario name, e.g. --record my-session");
     return 1;
   }
-  const file = scenarioPath(program.stage, name);
+  let file: string;
+  try {
+    file = scenarioPath(program.stage, name);
+  } catch (error) {
+    console.log(`[error] ${(error as Error).message}`);
+    return 1;
+  }
   if (existsSync(file)) {
     console.log(`[error] ${file} exists already; choose another name (nothing was overwritten).`);
     return 1;
   }
+  const { startRecording } = await import("./record.ts");
   const recording = startRecording(process.env.ANTHROPIC_API_KEY ?? "");
   let code = 1;
   try {
     code = await converse(program, rest, recording);
   } finally {
     recording.close();
+    const saved = recording.save(file, `Recorded with ${program.stage}.`);
+    console.log(saved > 0 ? `Saved the session (${saved} complete turn${saved === 1 ? "" : "s"}) to ${file}.` : "Nothing to save: the session had no complete turn.");
   }
-  const saved = recording.save(file, `Recorded with ${program.stage}.`);
-  console.log(saved ? `Saved the session to ${file}.` : "Nothing to save: the session had no complete turn.");
   return code;
 }
 
@@ -208,6 +233,19 @@ export function isMain(moduleUrl: string): boolean {
 
 /** Run the program and exit with its code, for the last line of a stage file. */
 export async function runAsMain(program: StageProgram): Promise<never> {
+  endQuietlyWhenOutputCloses();
   const code = await runProgram(program);
   process.exit(code);
+}
+
+/**
+ * `npx tsx agents/s01_agent_loop.ts | head` closes the pipe while the program still
+ * writes: that is a reader who has seen enough, not a failure, so the program ends at once
+ * and without a stack trace (and its exit handlers still stop any running command).
+ */
+function endQuietlyWhenOutputCloses(): void {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
 }

@@ -1,11 +1,13 @@
 // Record mode: a real session passes through to the real model, and what the model replied
 // is kept, so an instructor can turn a good session into a scenario that replays offline.
-// Only request and reply bodies are kept, never headers; the key is also scrubbed from the
-// text in case a reply repeats it.
+//
+// The recorder watches `fetch`, which the stages' client looks up at each request
+// (lib/model.ts): every attempt the SDK makes, retries included, goes through it untouched,
+// and each successful reply of the model is noted. A 529 or a dropped connection is simply
+// not noted, so the SDK's retry and the recording both go on. Only reply bodies are kept,
+// never headers; the key is also scrubbed from the text in case a reply repeats it.
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { bypass, http, HttpResponse } from "msw";
-import { setupServer } from "msw/node";
 import type { Message } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
 import type { Terminal } from "./terminal.ts";
@@ -15,29 +17,26 @@ export interface Recording {
   prompt(text: string): void;
   /** A terminal that notes each answer the person gives to a tool's question. */
   wrap(term: Terminal): Terminal;
+  /** Stop watching the model's requests. */
   close(): void;
-  /** Write the scenario; false when there is no complete turn to save. */
-  save(file: string, description: string): boolean;
+  /** Write the scenario with every complete turn; returns how many turns, 0 when there is none to save. */
+  save(file: string, description: string): number;
 }
 
 export function startRecording(apiKey: string): Recording {
   const prompts: { text: string; firstReply: number }[] = [];
-  const answers: string[] = [];
+  const answers: { text: string; afterReply: number }[] = [];
   const replies: Message[] = [];
+  const realFetch = globalThis.fetch;
 
-  const server = setupServer(
-    http.post("*/v1/messages", async ({ request }) => {
-      const response = await fetch(bypass(request));
-      const text = await response.text();
-      if (response.ok) replies.push(JSON.parse(text) as Message);
-      // Pass the reply on as it came, with only the headers the SDK reads.
-      return new HttpResponse(text, {
-        status: response.status,
-        headers: pick(response.headers, ["content-type", "request-id", "retry-after", "x-should-retry"]),
-      });
-    }),
-  );
-  server.listen({ onUnhandledRequest: "bypass" });
+  globalThis.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    const url = input instanceof Request ? input.url : String(input);
+    if (response.ok && new URL(url).pathname.endsWith("/v1/messages")) {
+      replies.push((await response.clone().json()) as Message);
+    }
+    return response;
+  };
 
   return {
     prompt: (text) => prompts.push({ text, firstReply: replies.length }),
@@ -46,19 +45,23 @@ export function startRecording(apiKey: string): Recording {
       close: () => term.close(),
       async ask(question, options) {
         const line = await term.ask(question, options);
-        if (line !== null) answers.push(line);
+        if (line !== null) answers.push({ text: line, afterReply: replies.length });
         return line;
       },
     }),
-    close: () => server.close(),
+    close: () => {
+      globalThis.fetch = realFetch;
+    },
     save(file, description) {
       const complete = completeTurns(prompts, replies);
-      if (complete.prompts.length === 0) return false;
+      if (complete.prompts.length === 0) return 0;
       const scenario: Scenario = { description, ...complete };
-      if (answers.length > 0) scenario.answers = answers;
+      // An answer belongs to the saved part when the reply that asked the question was saved.
+      const kept = answers.filter((answer) => answer.afterReply <= complete.replies.length).map((answer) => answer.text);
+      if (kept.length > 0) scenario.answers = kept;
       mkdirSync(path.dirname(file), { recursive: true });
       writeFileSync(file, scrub(JSON.stringify(scenario, null, 2), apiKey) + "\n");
-      return true;
+      return complete.prompts.length;
     },
   };
 }
@@ -78,10 +81,6 @@ function completeTurns(
   }
   const lastReply = prompts[kept]?.firstReply ?? replies.length;
   return { prompts: prompts.slice(0, kept).map((p) => p.text), replies: replies.slice(0, lastReply) };
-}
-
-function pick(headers: Headers, names: string[]): Record<string, string> {
-  return Object.fromEntries(names.flatMap((name) => (headers.has(name) ? [[name, headers.get(name)!]] : [])));
 }
 
 function scrub(text: string, secret: string): string {

@@ -1,7 +1,7 @@
 // A scenario is one recorded session: what the person typed and what the model replied, in
 // the exact shape of the Anthropic Messages API. The offline demo, the tests and the
 // exercises all read scenarios through this file, so they see the same thing.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Message } from "@anthropic-ai/sdk/resources/messages";
 import { REPO_ROOT } from "./stages.ts";
@@ -35,19 +35,52 @@ export interface Scenario {
 export { REPO_ROOT };
 export const FIXTURES_DIR = path.join(REPO_ROOT, "fixtures");
 
-/** Where a scenario lives: a path to a .json file, or a name under fixtures/<stage>/. */
+/**
+ * Where a scenario lives: a path to a .json file, or a plain name under fixtures/<stage>/.
+ * A name is only a name (`demo`, `my-session`): `../s01/demo` would quietly play another
+ * stage's recording, so a name with a path in it is refused.
+ */
 export function scenarioPath(stage: string, nameOrPath = "demo"): string {
   if (nameOrPath.endsWith(".json")) return path.resolve(nameOrPath);
+  if (!/^[\w][\w.-]*$/.test(nameOrPath)) {
+    throw new Error(`"${nameOrPath}" is not a scenario name: use a name from fixtures/${stage}/ (letters, digits, - and _), or a path ending in .json`);
+  }
   return path.join(FIXTURES_DIR, stage, `${nameOrPath}.json`);
+}
+
+/** The scenario names recorded for a stage: fixtures/<stage>/*.json without the extension. */
+export function scenarioNames(stage: string): string[] {
+  const dir = path.join(FIXTURES_DIR, stage);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((name) => name.endsWith(".json")).map((name) => name.slice(0, -5)).sort();
 }
 
 export function loadScenario(stage: string, nameOrPath = "demo"): Scenario {
   const file = scenarioPath(stage, nameOrPath);
-  if (!existsSync(file)) throw new Error(`No scenario at ${path.relative(process.cwd(), file) || file}`);
-  const scenario = JSON.parse(readFileSync(file, "utf8")) as Scenario;
+  const shown = path.relative(process.cwd(), file) || file;
+  if (!existsSync(file)) {
+    const names = scenarioNames(stage);
+    const there = names.length > 0 ? `the scenarios of ${stage} are: ${names.join(", ")}` : `${stage} has no recorded scenarios`;
+    throw new Error(`No scenario at ${shown}; ${there}`);
+  }
+  const scenario = parseJson(readFileSync(file, "utf8"), shown) as Scenario;
   const problems = checkScenario(scenario);
-  if (problems.length > 0) throw new Error(`${file} is not a valid scenario:\n- ${problems.join("\n- ")}`);
+  if (problems.length > 0) throw new Error(`${shown} is not a valid scenario:\n- ${problems.join("\n- ")}`);
   return scenario;
+}
+
+/** JSON.parse, with the file's name and the line and column of a syntax error. */
+function parseJson(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const message = (error as Error).message;
+    const position = Number(/position (\d+)/.exec(message)?.[1]);
+    if (!Number.isInteger(position)) throw new Error(`${file} is not valid JSON: ${message}`);
+    const before = text.slice(0, position).split("\n");
+    const where = `line ${before.length}, column ${before.at(-1)!.length + 1}`;
+    throw new Error(`${file} is not valid JSON at ${where}: ${message.replace(/ in JSON at position \d+.*$/, "")}`);
+  }
 }
 
 /** What is wrong with a scenario's shape, so a hand-edited fixture fails with a clear reason. */

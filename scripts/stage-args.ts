@@ -9,7 +9,9 @@ export async function runStageWith(flag: "--replay" | "--record", argv: string[]
   const stages = existingStages();
   const file = stage && stages.get(stage);
   if (!file) {
-    console.log(`Which stage? Usage: npm run ${flag.slice(2)} -- <stage> [scenario]. Stages: ${[...stages.keys()].join(", ")}`);
+    const usage = `npm run ${flag.slice(2)} -- <stage> ${flag === "--record" ? "<name>" : "[scenario]"}`;
+    const which = stage ? `There is no stage ${stage}.` : "Which stage?";
+    console.log(`${which} Usage: ${usage}. Stages: ${[...stages.keys()].join(", ")}`);
     process.exit(1);
   }
   const module = await import(pathToFileURL(path.join(AGENTS_DIR, file)).href);

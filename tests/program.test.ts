@@ -128,7 +128,7 @@ describe("provider errors end the turn with one line, and the prompt comes back"
         input: "first\nsecond\n",
         env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: server.url },
       });
-      expect(run.code).toBe(0);
+      expect(run.code).toBe(1); // the last turn failed: the person has something to fix
       expect(run.stdout).toMatch(expected);
       expect(run.stdout.match(/^\[error\]/gm)).toHaveLength(2); // both prompts were tried
       expect(run.stdout).toContain("s02 >> second");
@@ -168,7 +168,7 @@ describe("record mode", () => {
         env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url },
       });
       expect(run.code, run.stdout + run.stderr).toBe(0);
-      expect(run.stdout).toContain(`Saved the session to ${file}.`);
+      expect(run.stdout).toContain(`Saved the session (1 complete turn) to ${file}.`);
       expect(standIn.headers.map(keyIn)).toEqual([KEY, KEY]);
     } finally {
       await standIn.close();

@@ -1,0 +1,40 @@
+// The model's client: the official SDK, pointed at any Anthropic-compatible API.
+//
+// Loading the SDK is the slowest thing a stage would do at start (hundreds of modules, most
+// of a second under tsx), and a replay or a prompt should answer at once. So the SDK is
+// loaded when the first request is made, not when the stage starts. The stage's loop calls
+// `client.messages.create(...)` exactly as it would on the SDK's own client.
+import type Anthropic from "@anthropic-ai/sdk";
+import type { Message, MessageCreateParamsNonStreaming } from "@anthropic-ai/sdk/resources/messages";
+
+export interface ModelClient {
+  messages: {
+    create(request: MessageCreateParamsNonStreaming, options?: { signal?: AbortSignal }): Promise<Message>;
+  };
+}
+
+export interface ModelSettings {
+  /** With no key the program only replays, so a placeholder is used and never sent anywhere. */
+  apiKey: string | undefined;
+  /** Another provider's address (ANTHROPIC_BASE_URL); undefined for Anthropic itself. */
+  baseURL: string | undefined;
+}
+
+export function modelClient(settings: ModelSettings): ModelClient {
+  let sdk: Promise<Anthropic> | undefined;
+  const connect = async () => {
+    const { default: Anthropic } = await import("@anthropic-ai/sdk");
+    return new Anthropic({
+      apiKey: settings.apiKey ?? "no-key-replay-only",
+      baseURL: settings.baseURL,
+      // Looked up at each request, so the replay (msw) can stand in for the API: the SDK
+      // would otherwise keep the `fetch` it found when the client was made.
+      fetch: (url, init) => fetch(url, init),
+    });
+  };
+  return {
+    messages: {
+      create: async (request, options) => (await (sdk ??= connect())).messages.create(request, options),
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// Replaying a scenario through a stage: the one way a recorded session is run. The offline
+// demo, the tests, the docs' session view, the exercises' checks and the bench all call
+// replayScenario, so each of them sees the stage's real loop drive its real tools in a
+// workspace, with the model's replies (and any web pages) served by the replay engine.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Writable } from "node:stream";
+import path from "node:path";
+import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import type { Scenario } from "./scenario.ts";
+import { startReplay } from "./replay.ts";
+import { scriptedTerminal, terminal, useTerminal } from "./terminal.ts";
+
+/** What a stage module offers a replay: its loop, and what it must know of the scenario first. */
+export interface ReplayableStage {
+  agentLoop(messages: MessageParam[]): Promise<void>;
+  /** Called before the first prompt (s04: host names resolve from the scenario's `hosts`). */
+  prepareReplay?(scenario: Scenario): void | Promise<void>;
+}
+
+export interface ReplayOptions {
+  /** The folder the tools work in: created if missing, seeded with the scenario's files. */
+  workspace: string;
+  /** Where the replay's person "types" the recorded answers (default: nowhere). */
+  output?: NodeJS.WritableStream;
+  /** Before each prompt is sent to the loop (the program types it out here). */
+  onPrompt?(prompt: string): void | Promise<void>;
+  /** A turn ended with an error (the replay refused a request, say); the next prompt still runs. */
+  onTurnError?(error: unknown): void;
+  /** After each turn, whether it ended normally or not. */
+  onTurnEnd?(): void;
+}
+
+export interface ReplayedSession {
+  /** The conversation as the loop left it: prompts, replies and tool results, in order. */
+  messages: MessageParam[];
+  /** Every request body the model received, in order. */
+  requests: MessageCreateParams[];
+  /** What did not match the recording; empty when the session replayed exactly. */
+  problems: string[];
+  /** The errors that ended turns, in order. */
+  turnErrors: unknown[];
+}
+
+/** Write the scenario's files into the workspace. */
+export function seedWorkspace(workspace: string, scenario: Scenario): void {
+  mkdirSync(workspace, { recursive: true });
+  for (const [relative, text] of Object.entries(scenario.files ?? {})) {
+    const file = path.join(workspace, relative);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, text);
+  }
+}
+
+/**
+ * Run every prompt of `scenario` through `stage.agentLoop` in `options.workspace`, which
+ * becomes the working directory (the stages' workspace) for the duration and is restored
+ * afterwards, as are the terminal and the network.
+ */
+export async function replayScenario(stage: ReplayableStage, scenario: Scenario, options: ReplayOptions): Promise<ReplayedSession> {
+  seedWorkspace(options.workspace, scenario);
+  const home = process.cwd();
+  const previousTerminal = terminal();
+  process.chdir(options.workspace);
+  const replay = startReplay(scenario);
+  useTerminal(scriptedTerminal(scenario.answers ?? [], (options.output ?? nowhere()) as NodeJS.WriteStream));
+  const messages: MessageParam[] = [];
+  const turnErrors: unknown[] = [];
+  try {
+    await stage.prepareReplay?.(scenario);
+    for (const prompt of scenario.prompts) {
+      await options.onPrompt?.(prompt);
+      messages.push({ role: "user", content: prompt });
+      try {
+        await stage.agentLoop(messages);
+      } catch (error) {
+        turnErrors.push(error);
+        options.onTurnError?.(error);
+      }
+      options.onTurnEnd?.();
+    }
+  } finally {
+    replay.close();
+    useTerminal(previousTerminal);
+    process.chdir(home);
+  }
+  return { messages, requests: replay.requests, problems: replay.verdict(), turnErrors };
+}
+
+/** A stream that drops what is written to it. */
+const nowhere = () => new Writable({ write: (_chunk, _encoding, done) => done() });
