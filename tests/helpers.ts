@@ -29,6 +29,51 @@ export function stageFile(stage: string): string {
   return path.join(AGENTS_DIR, name);
 }
 
+/** A tool as tests call it: input in, the text the model would receive out; a failure throws. */
+export type ToolCall = (input: Record<string, unknown>) => Promise<string>;
+
+/**
+ * The stages whose model sees tool `name`, as [id, file] pairs in order. Each tool's tests
+ * run against every stage listed here, so the copy of a tool in a new stage is tested the
+ * day that stage lands.
+ */
+export async function stagesWithTool(name: string): Promise<[string, string][]> {
+  const found: [string, string][] = [];
+  for (const file of stageFiles()) {
+    const stage = (await import(file)) as { TOOLS: { name: string }[] };
+    if (stage.TOOLS.some((tool) => tool.name === name)) found.push([stageId(file), file]);
+  }
+  return found;
+}
+
+/** "…/agents/s03_search_and_edit.ts" -> "s03" */
+export const stageId = (file: string) => path.basename(file).split("_")[0];
+
+/**
+ * Call a stage's tool the same way whatever the stage's shape: through the dispatch map of
+ * s01 to s05 (a handler that throws on failure), or through the registry from s06 (the
+ * tool's own validation, then execute; llmContent is what the model receives). The
+ * registry's confirmation step is not part of a tool's behaviour, so it is not asked here;
+ * s06's own tests cover it.
+ */
+export async function toolOf(file: string, name: string): Promise<ToolCall> {
+  const stage = await import(file);
+  if (stage.TOOL_HANDLERS) {
+    const handler = stage.TOOL_HANDLERS[name];
+    if (!handler) throw new Error(`${stageId(file)} has no tool ${name}`);
+    return async (input) => String(await handler(input));
+  }
+  const tool = stage.registry.getTool(name);
+  if (!tool) throw new Error(`${stageId(file)} has no tool ${name}`);
+  return async (input) => {
+    const problem = tool.validateToolParams(input);
+    if (problem) throw new Error(problem);
+    const result = await tool.execute(input, new AbortController().signal);
+    const content = result.llmContent;
+    return typeof content === "string" ? content : JSON.stringify(content);
+  };
+}
+
 /**
  * Each test runs in a fresh temporary directory, which is also the process's working
  * directory: the stages treat the working directory as the workspace.
