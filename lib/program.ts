@@ -32,6 +32,10 @@ export interface StageProgram {
   args: string[];
   /** Called before a replay starts, for what a stage needs from the scenario (s04: its host names). */
   prepareReplay?: (scenario: Scenario) => void | Promise<void>;
+  /** Options with a value that the stage reads itself (s06: `--approval-mode`), so not part of a prompt. */
+  options?: string[];
+  /** A problem with the stage's settings, found when it loaded: said in one line, and nothing runs. */
+  settingsProblem?: string;
 }
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -40,7 +44,11 @@ const HOW_TO_USE_A_MODEL =
 
 /** Run a stage as a program; resolves to the exit code. */
 export async function runProgram(program: StageProgram): Promise<number> {
-  const { flag, value, rest } = parseArgs(program.args);
+  if (program.settingsProblem) {
+    console.log(`[error] ${program.settingsProblem}`);
+    return 1;
+  }
+  const { flag, value, rest } = parseArgs(withoutOptions(program.args, program.options ?? []));
   if (flag === "--replay") return replayDemo(program, value);
   if (flag === "--record" && !program.hasKey) {
     console.log(`[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")}`);
@@ -53,6 +61,24 @@ export async function runProgram(program: StageProgram): Promise<number> {
   }
   if (flag === "--record") return record(program, value, rest);
   return converse(program, rest);
+}
+
+/** The value given for `--name value` or `--name=value`, if any. */
+export function optionValue(args: string[], name: string): string | undefined {
+  for (const [i, arg] of args.entries()) {
+    if (arg === name) return args[i + 1];
+    if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1);
+  }
+  return undefined;
+}
+
+function withoutOptions(args: string[], names: string[]): string[] {
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (names.includes(args[i])) i++; // and its value
+    else if (!names.some((name) => args[i].startsWith(`${name}=`))) rest.push(args[i]);
+  }
+  return rest;
 }
 
 /** `--replay [scenario]` or `--record <name>` first, then the prompt, if any. */
@@ -234,6 +260,7 @@ export function isMain(moduleUrl: string): boolean {
 /** Run the program and exit with its code, for the last line of a stage file. */
 export async function runAsMain(program: StageProgram): Promise<never> {
   endQuietlyWhenOutputCloses();
+  exitOnTerminationSignals();
   const code = await runProgram(program);
   process.exit(code);
 }
@@ -248,4 +275,15 @@ function endQuietlyWhenOutputCloses(): void {
     if (error.code === "EPIPE") process.exit(0);
     throw error;
   });
+}
+
+/**
+ * Closing the terminal (SIGHUP) or `kill` (SIGTERM) would end Node at once, skipping the
+ * exit handlers that end the commands the agent started. Exiting through process.exit
+ * runs them, so nothing the agent started outlives it.
+ */
+function exitOnTerminationSignals(): void {
+  for (const signal of ["SIGHUP", "SIGTERM"] as const) {
+    process.on(signal, () => process.exit(128 + os.constants.signals[signal]));
+  }
 }

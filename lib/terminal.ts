@@ -46,9 +46,10 @@ export function lineTerminal(
     // Forget what was typed before Ctrl-C, or it would turn up at the next prompt. clearLine
     // is readline's own (Node's REPL calls it on Ctrl-C); it also ends the line on screen.
     (rl as unknown as { clearLine(): void }).clearLine();
-    // Ctrl-C while a question waits means "no answer"; at any other moment it ends the program.
+    // Ctrl-C while a question waits means "no answer"; otherwise it stops what is running
+    // (s06 on) or, when nothing can be stopped, ends the program.
     if (waiting) answer(null);
-    else process.exit(130);
+    else interrupt();
   });
 
   return {
@@ -115,4 +116,25 @@ export function terminal(): Terminal {
 /** Switch the program's terminal (the program does this at start; tests do it to script a person). */
 export function useTerminal(next: Terminal): void {
   current = next;
+}
+
+const cancelOnInterrupt = new Set<() => void>();
+
+/**
+ * Run `work` so that Ctrl-C calls `cancel` instead of ending the program: from s06, Ctrl-C
+ * while a tool runs cancels that tool and the agent goes on.
+ */
+export async function cancellable<T>(cancel: () => void, work: () => Promise<T>): Promise<T> {
+  cancelOnInterrupt.add(cancel);
+  try {
+    return await work();
+  } finally {
+    cancelOnInterrupt.delete(cancel);
+  }
+}
+
+/** What Ctrl-C does when no question waits: cancel the work that can be cancelled, or end the program. */
+export function interrupt(): void {
+  if (cancelOnInterrupt.size === 0) process.exit(130);
+  for (const cancel of cancelOnInterrupt) cancel();
 }

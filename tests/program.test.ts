@@ -1,119 +1,209 @@
-// The real program, as a learner runs it: `npx tsx agents/sNN_*.ts`, spawned in a temporary
-// folder. With no key it replays the stage's demo; with a key it talks to a provider, here a
-// loopback stand-in reached through ANTHROPIC_BASE_URL, exactly as a real one would be.
-import { execFileSync } from "node:child_process";
+// The program around every stage, as a learner meets it: `npx tsx agents/sNN_*.ts`. With no
+// key it replays the stage's demo; with a key it talks to a provider. Most of it is tested
+// in this process (runMain and runProgram: the model's endpoint is served by msw, stdin and
+// the screen are the test's), because a process adds nothing there. What only a real process
+// shows is spawned: the learner's exact command, a closed pipe, a signal, a real terminal's
+// Ctrl-C, and .env read at start.
+import { execFileSync, spawn } from "node:child_process";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import type { IncomingHttpHeaders } from "node:http";
 import path from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { runProgram } from "../lib/program.ts";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { http as mswHttp, HttpResponse } from "msw";
+import { setupServer } from "msw/node";
+import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import { runProgram, type StageProgram } from "../lib/program.ts";
 import { loadScenario } from "../lib/scenario.ts";
-import { reply, runInTerminal, runStage, scenarioOf, stageFiles, startErrorServer, startStandIn, useWorkspace, type StandIn } from "./helpers.ts";
+import { runStageWith } from "../scripts/stage-args.ts";
+import {
+  eventually, isRunning, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace,
+} from "./helpers.ts";
 
-const stages = stageFiles().map((file) => file.match(/(s\d\d)_/)![1]);
 const KEY = "sk-ant-test-0123456789abcdef";
-/** The key a request carried: the SDK sends it as x-api-key or as a Bearer token. */
-const keyIn = (headers: IncomingHttpHeaders) => headers["x-api-key"] ?? headers.authorization?.replace(/^Bearer /, "");
 const noStackTrace = (text: string) => expect(text).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+const s01 = stageFile("s01");
+// Imported here, before any test sets a key: a stage reads its configuration when it loads.
+const { agentLoop: s01Loop } = await import(s01);
 
-describe.each(stages)("%s with no key", (stage) => {
+/** s01's program with a key, run in this process; the model's replies come from useProvider. */
+async function withKey(args: string[], input = ""): Promise<{ code: number; output: string }> {
+  const program: StageProgram = { stage: "s01", title: "The Agent Loop", agentLoop: s01Loop, hasKey: true, args };
+  const { value, output } = await onScreen(input, () => runProgram(program));
+  return { code: value, output };
+}
+
+/** A provider that answers each request with the next of `answers`: a reply, or an HTTP error. */
+function useProvider() {
+  let server: ReturnType<typeof setupServer> | undefined;
+  afterEach(() => {
+    server?.close();
+    server = undefined;
+  });
+  return (answers: (object | { status: number; body?: object; retry?: boolean } | "no network")[]) => {
+    const requests: { body: MessageCreateParams; headers: Headers }[] = [];
+    server = setupServer(
+      mswHttp.post("*/v1/messages", async ({ request }) => {
+        requests.push({ body: (await request.clone().json()) as MessageCreateParams, headers: request.headers });
+        const answer = answers.shift();
+        if (answer === undefined) return HttpResponse.json({ type: "error", error: { type: "invalid_request_error", message: "no more answers" } }, { status: 400 });
+        if (answer === "no network") return HttpResponse.error();
+        if ("status" in answer) {
+          const body = answer.body ?? { type: "error", error: { type: "api_error", message: "invalid x-api-key" } };
+          const headers = { "x-should-retry": answer.retry ? "true" : "false", "retry-after-ms": "1" };
+          return HttpResponse.json(body, { status: answer.status, headers });
+        }
+        return HttpResponse.json(answer);
+      }),
+    );
+    server.listen({ onUnhandledRequest: "error" });
+    return requests;
+  };
+}
+
+describe.each(stageFiles().map((file) => [stageId(file), file]))("%s with no key", (stage, file) => {
   const workspace = useWorkspace();
 
-  it("says so in one line, replays its demo with the real tools in a fresh workspace, and exits 0", async () => {
-    // The learner's folder and the system's temporary folder, apart, to see where files go.
-    const home = path.join(workspace.dir, "home");
+  it("says so in one line, replays its demo with the real tools in a temporary folder, and exits 0", async () => {
     const tmp = path.join(workspace.dir, "tmp");
-    mkdirSync(home);
     mkdirSync(tmp);
-    const run = await runStage(stage, { cwd: home, tmpdir: tmp });
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    const lines = run.stdout.split("\n");
-    expect(lines[0]).toBe(`No ANTHROPIC_API_KEY set: replaying the recorded demo of ${stage} instead.`);
-    for (const prompt of loadScenario(stage).prompts) expect(run.stdout).toContain(`${stage} >> ${prompt}`);
-    expect(lines.filter(Boolean).at(-1)).toMatch(/^To use a real model: set ANTHROPIC_API_KEY/);
-    noStackTrace(run.stdout + run.stderr);
-    expect(readdirSync(home)).toEqual([]); // never the learner's folder
-    expect(readdirSync(tmp).filter((name) => name.startsWith(`workbook-${stage}-`))).toHaveLength(1);
+    vi.stubEnv("TMPDIR", tmp);
+    try {
+      const { code, output } = await runMain(file);
+      expect(code, output).toBe(0);
+      const lines = output.split("\n");
+      expect(lines[0]).toBe(`No ANTHROPIC_API_KEY set: replaying the recorded demo of ${stage} instead.`);
+      for (const prompt of loadScenario(stage).prompts) expect(output).toContain(`${stage} >> ${prompt}`);
+      expect(lines.filter(Boolean).at(-1)).toMatch(/^To use a real model: set ANTHROPIC_API_KEY/);
+      expect(readdirSync(workspace.dir)).toEqual(["tmp"]); // never the learner's folder
+      expect(readdirSync(tmp).filter((name) => name.startsWith(`workbook-${stage}-`))).toHaveLength(1);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
 
-describe("the offline demos really run the tools", () => {
+describe("the offline demo, as a learner starts it", () => {
   const workspace = useWorkspace();
 
-  it("s02: the file the model wrote and edited exists, and node printed its greeting", async () => {
-    const run = await runStage("s02", { cwd: workspace.dir });
+  it("npx tsx agents/s02_tool_use.ts in an empty folder: the real tools ran, nothing was written there, no stack trace", async () => {
+    const home = path.join(workspace.dir, "home");
+    mkdirSync(home);
+    const run = await runStage("s02", { cwd: home, tmpdir: workspace.dir });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toContain("Hello, World!");
     expect(run.stdout).toMatch(/Error: \.\.\/secrets\.txt is outside the workspace/);
-    const [demo] = readdirSync(workspace.dir).filter((name) => name.startsWith("workbook-s02-")); // TMPDIR is the test folder
+    expect(run.stderr).toBe("");
+    expect(readdirSync(home)).toEqual([]);
+    const [demo] = readdirSync(workspace.dir).filter((name) => name.startsWith("workbook-s02-"));
     expect(readFileSync(path.join(workspace.dir, demo, "greet.mjs"), "utf8")).toContain("return `Hello, ${name}!`;");
   });
 
-  it("a prompt given with no key gets the demo instead, and an explicit --replay of a missing scenario fails clearly", async () => {
-    const oneShot = await runStage("s01", { cwd: workspace.dir, args: ["Read package.json"] });
-    expect(oneShot.stdout.split("\n")[0]).toBe("No ANTHROPIC_API_KEY set: your prompt needs a real model, so here is the recorded demo of s01 instead.");
-    expect(oneShot.code).toBe(0);
-    const missing = await runStage("s01", { cwd: workspace.dir, args: ["--replay", "no-such-scenario"] });
-    expect(missing.code).toBe(1);
-    expect(missing.stdout).toMatch(/\[error\] No scenario at .*no-such-scenario\.json/);
+  it("replaying again removes the earlier replay's folder of the same stage, and only that", async () => {
+    vi.stubEnv("TMPDIR", workspace.dir);
+    try {
+      mkdirSync("workbook-s02-abcdef"); // another stage's kind of name, another stage: kept
+      mkdirSync("workbook-s01-keepme-too"); // not a name this program makes: kept
+      const first = await runMain(s01);
+      const second = await runMain(s01);
+      expect([first.code, second.code]).toEqual([0, 0]);
+      expect(second.output).toMatch(/the earlier replay's folder of s01 was removed/);
+      const left = readdirSync(workspace.dir).sort();
+      expect(left.filter((name) => /^workbook-s01-[A-Za-z0-9]{6}$/.test(name))).toHaveLength(1);
+      expect(left).toContain("workbook-s02-abcdef");
+      expect(left).toContain("workbook-s01-keepme-too");
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("a prompt given with no key gets the demo instead, saying why", async () => {
+    const { code, output } = await runMain(s01, ["Read package.json"]);
+    expect(output.split("\n")[0]).toBe("No ANTHROPIC_API_KEY set: your prompt needs a real model, so here is the recorded demo of s01 instead.");
+    expect(code).toBe(0);
+  });
+});
+
+describe("choosing a scenario to replay", () => {
+  useWorkspace();
+
+  it("a scenario that does not exist: exit 1, and the scenarios there are", async () => {
+    const { code, output } = await runMain(s01, ["--replay", "no-such-scenario"]);
+    expect(code).toBe(1);
+    expect(output).toMatch(/\[error\] No scenario at .*fixtures\/s01\/no-such-scenario\.json; the scenarios of s01 are: demo/);
+  });
+
+  it("a name with a path in it is refused, so another stage's recording is not played by mistake", async () => {
+    const { code, output } = await runMain(stageFile("s02"), ["--replay", "../s01/demo"]);
+    expect(code).toBe(1);
+    expect(output).toMatch(/\[error\] "\.\.\/s01\/demo" is not a scenario name/);
+    expect(output).not.toContain("Replaying");
+  });
+
+  it("a broken scenario file names the file and the line", async () => {
+    writeFileSync("broken.json", '{\n  "description": "x",\n  prompts: []\n}\n');
+    const { code, output } = await runMain(s01, ["--replay", "broken.json"]);
+    expect(code).toBe(1);
+    expect(output).toMatch(/\[error\] broken\.json is not valid JSON at line 3, column 3: Expected double-quoted property name/);
+  });
+
+  it("npm run replay -- s99 names the stage that does not exist and lists those that do", async () => {
+    const printed: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((...parts) => void printed.push(parts.join(" ")));
+    vi.spyOn(process, "exit").mockImplementation((code) => {
+      throw new Error(`exit ${code}`);
+    });
+    try {
+      await expect(runStageWith("--replay", ["s99"])).rejects.toThrow("exit 1");
+      expect(printed.join("\n")).toMatch(/^There is no stage s99\. Usage: npm run replay -- <stage> \[scenario\]\. Stages: s01, s02/);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
 
 describe("with a key, against a provider", () => {
   const workspace = useWorkspace();
-  let standIn: StandIn | undefined;
-  afterEach(async () => {
-    await standIn?.close();
-    standIn = undefined;
-  });
-  const env = () => ({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn!.url });
+  const provider = useProvider();
 
-  it("one-shot: runs the prompt given as an argument, shows the tool call and the reply, and exits 0", async () => {
-    standIn = await startStandIn(
-      scenarioOf([reply.tools([{ name: "bash", input: { command: "echo made > out.txt" } }]), reply.text("Made out.txt.")]),
-    );
-    const run = await runStage("s01", { cwd: workspace.dir, args: ["Make", "out.txt"], env: env() });
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toBe("> bash echo made > out.txt\n  (no output)\nMade out.txt.\n");
+  it("one-shot: runs the prompt, shows the call with its named arguments and the result, and exits 0", async () => {
+    const requests = provider([
+      reply.tools([{ name: "bash", input: { command: "echo made > out.txt; echo done", timeout: 30 } }]),
+      reply.text("Made out.txt."),
+    ]);
+    const { code, output } = await withKey(["Make", "out.txt"]);
+    expect(code, output).toBe(0);
+    expect(output).toBe('> bash(command: "echo made > out.txt; echo done", timeout: 30)\n  done\nMade out.txt.\n');
     expect(readFileSync(path.join(workspace.dir, "out.txt"), "utf8")).toBe("made\n");
-    expect(standIn.replay.requests[0].messages[0]).toEqual({ role: "user", content: "Make out.txt" });
-    expect(keyIn(standIn.headers[0])).toBe(KEY);
-    expect(standIn.replay.verdict()).toEqual([]);
+    expect(requests[0].body.messages[0]).toEqual({ role: "user", content: "Make out.txt" });
   });
 
   it("the prompt: runs each line as a turn, keeps the conversation, and ends at end of input", async () => {
-    standIn = await startStandIn(scenarioOf([reply.text("first answer"), reply.text("second answer")]));
-    const run = await runStage("s02", { cwd: workspace.dir, input: "hello\nand again\n", env: env() });
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain("s02 >> hello\nfirst answer\ns02 >> and again\nsecond answer\ns02 >> \n");
-    const second = standIn.replay.requests[1].messages;
-    expect(second.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
-    expect(standIn.replay.verdict()).toEqual([]);
+    const requests = provider([reply.text("first answer"), reply.text("second answer")]);
+    const { code, output } = await withKey([], "hello\nand again\n");
+    expect(code).toBe(0);
+    expect(output).toContain("s01 >> hello\nfirst answer\ns01 >> and again\nsecond answer\ns01 >> \n");
+    expect(requests[1].body.messages.map((m: MessageParam) => m.role)).toEqual(["user", "assistant", "user"]);
   });
 
   it.each(["q", "exit", ""])("the prompt ends on %j without calling the model", async (word) => {
-    standIn = await startStandIn(scenarioOf([reply.text("never sent")]));
-    const run = await runStage("s01", { cwd: workspace.dir, input: `${word}\nnot read\n`, env: env() });
-    expect(run.code).toBe(0);
-    expect(standIn.replay.requests).toHaveLength(0);
+    const requests = provider([reply.text("never sent")]);
+    const { code } = await withKey([], `${word}\nnot read\n`);
+    expect(code).toBe(0);
+    expect(requests).toHaveLength(0);
   });
 
-  it("reads the key, the provider and the model from .env in the starting folder", async () => {
-    standIn = await startStandIn(scenarioOf([reply.text("from .env")]));
-    writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nMODEL_ID=claude-test-model\n`);
-    const run = await runStage("s01", { cwd: workspace.dir, args: ["hi"] });
-    expect(run.stdout).toBe("from .env\n");
-    expect(standIn.replay.requests[0].model).toBe("claude-test-model");
-  });
-
-  it("uses claude-sonnet-5-5 when MODEL_ID is not set", async () => {
-    standIn = await startStandIn(scenarioOf([reply.text("ok")]));
-    await runStage("s01", { cwd: workspace.dir, args: ["hi"], env: env() });
-    expect(standIn.replay.requests[0].model).toBe("claude-sonnet-5-5");
+  it("uses claude-sonnet-5-5 when MODEL_ID is not set, and names the workspace in the system prompt", async () => {
+    const requests = provider([reply.text("ok")]);
+    await withKey(["hi"]);
+    expect(requests[0].body.model).toBe("claude-sonnet-5-5");
+    expect(requests[0].body.system).toContain(`working in ${workspace.dir}`);
   });
 });
 
-describe("provider errors end the turn with one line, and the prompt comes back", () => {
-  const workspace = useWorkspace();
+describe("provider errors end the turn with one line; the prompt comes back; the exit code says it", () => {
+  useWorkspace();
+  const provider = useProvider();
 
   it.each([
     [401, "authentication_error", /^\[error\] 401 the API key was refused: check ANTHROPIC_API_KEY \(invalid x-api-key\)\.$/m],
@@ -121,58 +211,46 @@ describe("provider errors end the turn with one line, and the prompt comes back"
     [529, "overloaded_error", /^\[error\] 529 the provider is overloaded: try again shortly/m],
     [500, "api_error", /^\[error\] 500 the provider had a problem: try again shortly/m],
   ])("%i", async (status, type, expected) => {
-    const server = await startErrorServer(status, { type: "error", error: { type, message: "invalid x-api-key" } });
-    try {
-      const run = await runStage("s02", {
-        cwd: workspace.dir,
-        input: "first\nsecond\n",
-        env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: server.url },
-      });
-      expect(run.code).toBe(1); // the last turn failed: the person has something to fix
-      expect(run.stdout).toMatch(expected);
-      expect(run.stdout.match(/^\[error\]/gm)).toHaveLength(2); // both prompts were tried
-      expect(run.stdout).toContain("s02 >> second");
-      noStackTrace(run.stdout + run.stderr);
-    } finally {
-      await server.close();
-    }
+    const body = { type: "error", error: { type, message: "invalid x-api-key" } };
+    provider([{ status, body }, { status, body }]);
+    const { code, output } = await withKey([], "first\nsecond\n");
+    expect(output).toMatch(expected);
+    expect(output.match(/^\[error\]/gm)).toHaveLength(2); // both prompts were tried
+    expect(output).toContain("s01 >> second");
+    expect(code).toBe(1); // the last turn failed: the person has something to fix
+    noStackTrace(output);
   });
 
-  it("no network: says it could not reach the provider", async () => {
-    const server = await startErrorServer(200, {});
-    const url = server.url;
-    await server.close(); // nothing listens there any more
-    const run = await runStage("s01", { cwd: workspace.dir, args: ["hi"], env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: url } });
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe(`[error] Could not reach ${url}: check the network connection or ANTHROPIC_BASE_URL.\n`);
-    noStackTrace(run.stderr);
+  it("a failed turn followed by one that works ends with 0", async () => {
+    provider([{ status: 401 }, reply.text("fine now")]);
+    const { code, output } = await withKey([], "first\nsecond\n");
+    expect(output).toContain("fine now");
+    expect(code).toBe(0);
+  });
+
+  it("no network: says it could not reach the provider, and a one-shot run exits 1", async () => {
+    provider(["no network", "no network", "no network"]);
+    const { code, output } = await withKey(["hi"]);
+    expect(output).toBe("[error] Could not reach the Anthropic API: check the network connection or ANTHROPIC_BASE_URL.\n");
+    expect(code).toBe(1);
   });
 });
 
 describe("record mode", () => {
   const workspace = useWorkspace();
+  const provider = useProvider();
+  beforeEach(() => vi.stubEnv("ANTHROPIC_API_KEY", KEY));
+  afterEach(() => vi.unstubAllEnvs());
 
-  it("writes a scenario from a real session without the key, and it replays offline", async () => {
-    const standIn = await startStandIn(
-      scenarioOf([
-        reply.tools([{ id: "toolu_rec", name: "bash", input: { command: "echo recorded" } }]),
-        reply.text(`Done. (The model repeated the key: ${KEY})`),
-      ]),
-    );
+  it("writes a scenario without the key, and it replays offline", async () => {
+    provider([
+      reply.tools([{ id: "toolu_rec", name: "bash", input: { command: "echo recorded" } }]),
+      reply.text(`Done. (The model repeated the key: ${KEY})`),
+    ]);
     const file = path.join(workspace.dir, "my-session.json");
-    try {
-      const run = await runStage("s01", {
-        cwd: workspace.dir,
-        args: ["--record", file],
-        input: "say something\n",
-        env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url },
-      });
-      expect(run.code, run.stdout + run.stderr).toBe(0);
-      expect(run.stdout).toContain(`Saved the session (1 complete turn) to ${file}.`);
-      expect(standIn.headers.map(keyIn)).toEqual([KEY, KEY]);
-    } finally {
-      await standIn.close();
-    }
+    const run = await withKey(["--record", file], "say something\n");
+    expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain(`Saved the session (1 complete turn) to ${file}.`);
     const text = readFileSync(file, "utf8");
     expect(text).not.toContain(KEY);
     expect(text).not.toMatch(/x-api-key|authorization/i);
@@ -181,40 +259,139 @@ describe("record mode", () => {
     expect(scenario.replies.map((r: { stop_reason: string }) => r.stop_reason)).toEqual(["tool_use", "end_turn"]);
     expect(scenario.replies[1].content[0].text).toContain("[redacted]");
 
-    const replayed = await runStage("s01", { cwd: workspace.dir, args: ["--replay", file] });
-    expect(replayed.code, replayed.stdout).toBe(0);
-    expect(replayed.stdout).toContain("s01 >> say something");
-    expect(replayed.stdout).toContain("  recorded");
+    vi.unstubAllEnvs();
+    const replayed = await runMain(s01, ["--replay", file]);
+    expect(replayed.code, replayed.output).toBe(0);
+    expect(replayed.output).toContain("s01 >> say something");
+    expect(replayed.output).toContain("  recorded");
+  });
+
+  it("keeps the complete turns when a later one fails, and exits 1", async () => {
+    provider([reply.text("the first went well"), { status: 401 }]);
+    const file = path.join(workspace.dir, "partial.json");
+    const run = await withKey(["--record", file], "one\ntwo\n");
+    expect(run.code).toBe(1);
+    expect(run.output).toContain(`Saved the session (1 complete turn) to ${file}.`);
+    expect(JSON.parse(readFileSync(file, "utf8")).prompts).toEqual(["one"]);
   });
 
   it("never overwrites an existing scenario", async () => {
     const file = path.join(workspace.dir, "taken.json");
     writeFileSync(file, "precious");
-    const run = await runStage("s01", { cwd: workspace.dir, args: ["--record", file], env: { ANTHROPIC_API_KEY: KEY } });
+    const run = await withKey(["--record", file]);
     expect(run.code).toBe(1);
-    expect(run.stdout).toMatch(/exists already; choose another name \(nothing was overwritten\)/);
+    expect(run.output).toMatch(/exists already; choose another name \(nothing was overwritten\)/);
     expect(readFileSync(file, "utf8")).toBe("precious");
-    expect(existsSync(path.join(workspace.dir, "workbook-s01"))).toBe(false);
+  });
+
+  it("with no key it says recording needs one, plays nothing and saves nothing", async () => {
+    vi.unstubAllEnvs();
+    const { code, output } = await runMain(s01, ["--record", "new-one"]);
+    expect(code).toBe(1);
+    expect(output).toBe(
+      "[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. Set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, MODEL_ID for another provider) or put them in .env.\n",
+    );
+    expect(existsSync(path.join(path.dirname(s01), "..", "fixtures", "s01", "new-one.json"))).toBe(false);
   });
 });
 
 describe("a replay that does not match the recording", () => {
   useWorkspace();
-  afterEach(() => vi.restoreAllMocks());
+  usePrinted();
+  useReplay();
 
   it("fails with the reason when the loop never asks for the recorded replies", async () => {
-    const printed: string[] = [];
-    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
     vi.spyOn(process.stdout, "write").mockImplementation(() => true);
     const brokenLoop = async () => {}; // a learner's loop that forgot to call the model
+    const printed: string[] = [];
+    vi.mocked(console.log).mockImplementation((...args) => void printed.push(args.join(" ")));
     const code = await runProgram({ stage: "s01", title: "The Agent Loop", agentLoop: brokenLoop, hasKey: false, args: [] });
     expect(code).toBe(1);
     expect(printed.join("\n")).toMatch(/did not match the recording:\n- 4 recorded reply\/replies were never asked for/);
   });
 });
 
-describe("at a real terminal", () => {
+describe("what only a real process shows", () => {
   const workspace = useWorkspace();
+
+  it("reads the key, the provider and the model from .env in the starting folder", async () => {
+    const standIn = await startStandIn(scenarioOf([reply.text("from .env")]));
+    try {
+      writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nMODEL_ID=claude-test-model\n`);
+      const run = await runStage("s01", { cwd: workspace.dir, args: ["hi"] });
+      expect(run.stdout).toBe("from .env\n");
+      expect(standIn.replay.requests[0].model).toBe("claude-test-model");
+      expect(standIn.headers[0]["x-api-key"] ?? standIn.headers[0].authorization).toContain(KEY);
+    } finally {
+      await standIn.close();
+    }
+  });
+
+  it("record mode survives an overloaded provider: the SDK's retry goes through, and the session is saved", async () => {
+    // A real server, as a provider is: the retry must work over a real connection.
+    const answers: [number, object][] = [
+      [529, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }],
+      [200, reply.text("after a retry")],
+    ];
+    let hits = 0;
+    const server = http.createServer((request, response) => {
+      request.resume();
+      const [status, body] = answers[Math.min(hits++, answers.length - 1)];
+      response.writeHead(status, { "content-type": "application/json", "retry-after-ms": "10" }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const file = path.join(workspace.dir, "retried.json");
+      const run = await runStage("s01", { cwd: workspace.dir, args: ["--record", file, "hello"], env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: url } });
+      expect(hits).toBe(2);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toContain("after a retry");
+      expect(JSON.parse(readFileSync(file, "utf8")).replies.map((r: { content: { text: string }[] }) => r.content[0].text)).toEqual(["after a retry"]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("output piped into a reader that stops early (| head) ends the program quietly", async () => {
+    const child = spawn(process.execPath, ["--import", tsxLoader(), s01], {
+      cwd: workspace.dir,
+      env: { ...process.env, ANTHROPIC_API_KEY: "", TMPDIR: workspace.dir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.stdout.once("data", () => child.stdout.destroy()); // the reader has seen enough
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+  });
+
+  it("SIGTERM ends the program through its exit handlers: a background command it started ends too", async () => {
+    const standIn = await startStandIn(
+      scenarioOf([reply.tools([{ name: "bash", input: { command: "sleep 1000 & echo $! > pid.txt" } }]), reply.text("started")]),
+    );
+    const child = spawn(process.execPath, ["--import", tsxLoader(), stageFile("s02")], {
+      cwd: workspace.dir,
+      env: { ...process.env, ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url, TMPDIR: workspace.dir },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    try {
+      child.stdin.write("start something in the background\n"); // stdin stays open: the prompt waits
+      const pidFile = path.join(workspace.dir, "pid.txt");
+      expect(await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 10_000)).toBe(true);
+      expect(await eventually(() => standIn.replay.requests.length === 2, 10_000)).toBe(true);
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      expect(isRunning(pid)).toBe(true); // it outlived its command, as a background job does
+      child.kill("SIGTERM");
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      expect(code).toBe(143);
+      expect(await eventually(() => !isRunning(pid))).toBe(true);
+    } finally {
+      child.kill("SIGKILL");
+      await standIn.close();
+    }
+  });
 
   it("Ctrl-C at the prompt leaves cleanly", async () => {
     const run = await runInTerminal("s01", {
@@ -237,15 +414,19 @@ describe("at a real terminal", () => {
         env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url },
         steps: [
           { when: /s02 >> /, keys: "wait a while\r" },
-          { when: /> bash exec -a/, keys: "\x03" },
+          { when: /> bash\(command: "exec -a/, keys: "\x03" },
         ],
       });
       expect(run.stdout).toContain("[exit 130]");
       await new Promise((r) => setTimeout(r, 300));
-      const alive = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.startsWith(marker));
-      expect(alive).toEqual([]);
+      const running = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").filter((l) => l.startsWith(marker));
+      expect(running).toEqual([]);
     } finally {
       await standIn.close();
     }
   });
 });
+
+const tsxLoader = () => path.join(path.dirname(s01), "..", "node_modules", "tsx", "dist", "loader.mjs");
+
+

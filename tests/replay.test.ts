@@ -1,6 +1,8 @@
 // The replay engine is strict: anything the recording does not expect is a problem, named
 // in words a learner can act on. The demo, the tests and the exercises rely on that.
 import { readdirSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
@@ -59,8 +61,19 @@ describe("the replay engine", () => {
   });
 
   it("refuses any other request instead of reaching the network", async () => {
-    replay(scenarioOf([reply.text("x")]));
-    await expect(fetch("http://example.com/")).rejects.toThrow();
+    // A real server on loopback: if the request got through, it would be counted here.
+    let reached = 0;
+    const server = http.createServer((_request, response) => void (reached++, response.end("reached")));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      replay(scenarioOf([reply.text("x")]));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const failure = await fetch(url).then(() => undefined, (error: Error) => error);
+      expect(String(failure?.cause ?? failure)).toMatch(/\[MSW\] Cannot bypass a request when using the "error" strategy/);
+      expect(reached).toBe(0);
+    } finally {
+      server.close();
+    }
   });
 });
 
