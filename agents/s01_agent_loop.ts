@@ -15,8 +15,9 @@
  *   npx tsx agents/s01_agent_loop.ts            (no key: replays the recorded demo)
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import type { Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { modelClient } from "../lib/model.ts";
 import { isMain, runAsMain } from "../lib/program.ts";
 
@@ -64,38 +65,37 @@ const MAX_TIMEOUT = 600;
 
 function runBash(input: Record<string, unknown>): Promise<string> {
   const command = requireString(input, "command");
+  const seconds = optionalInteger(input, "timeout", { min: 1, max: MAX_TIMEOUT }) ?? DEFAULT_TIMEOUT;
   const blocked = DENYLIST.find((pattern) => command.includes(pattern));
   if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
-  const seconds = Math.min(Math.max(Number(input.timeout ?? DEFAULT_TIMEOUT) || DEFAULT_TIMEOUT, 1), MAX_TIMEOUT);
 
   return new Promise((resolve, reject) => {
     // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
-    // its own process group, so a timeout can kill the command and everything it started.
-    const child = spawn("bash", ["-c", command], { cwd: workspace(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+    // its own process group; the mark in its environment follows whatever it starts.
+    const mark = newCommandMark();
+    const child = spawn("bash", ["-c", command], {
+      cwd: workspace(),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env, [COMMAND_MARK]: mark },
+    });
+    if (child.pid) commandGroups.add(child.pid);
     const output = new HeadAndTail();
     child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {} // the group has ended already
-    };
-    // If the program ends first (Ctrl-C), the command must not live on without it.
-    process.once("exit", killGroup);
     const timer = setTimeout(() => {
-      killGroup();
-      reject(new Error(`timed out after ${seconds}s; the command and its children were killed. Output so far:\n${output.text()}`));
+      endProcesses(`${mark}\0`, [child.pid!]);
+      reject(new Error(`timed out after ${seconds}s; the command and everything it started were ended. Output so far:\n${output.text()}`));
     }, seconds * 1000);
     child.on("error", (error) => {
       clearTimeout(timer);
-      process.off("exit", killGroup);
       reject(error);
     });
     // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
-    // after the shell is done. Wait a moment for output still in the pipes, then let go.
+    // after the shell is done. Wait a moment for output still in the pipes, then let go. The
+    // background child runs on, until its command's time is up or the program ends.
     child.on("exit", (code) => {
-      clearTimeout(timer);
-      process.off("exit", killGroup);
+      timer.unref(); // it still ends what the command left running, without keeping the program alive
       setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
@@ -105,6 +105,51 @@ function runBash(input: Record<string, unknown>): Promise<string> {
       }, 50);
     });
   });
+}
+
+// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
+// process that leaves the command's process group (`setsid`, a daemon). Every process a
+// command starts inherits its environment, so each command gets a mark there; at a timeout
+// the command's marked processes end, and when the program ends, all of them do. Finding a
+// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
+const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
+const THIS_RUN = randomBytes(4).toString("hex");
+const commandGroups = new Set<number>();
+let commandsRun = 0;
+const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
+process.on("exit", () => {
+  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
+});
+
+/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
+function endProcesses(mark: string, groups: Iterable<number>): void {
+  const kill = (pid: number) => {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {} // it has ended already
+  };
+  for (const group of groups) kill(-group);
+  // A few rounds: a process may start another while the first ones are being ended.
+  for (let round = 0; round < 5; round++) {
+    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
+    if (marked.length === 0) return;
+    marked.forEach(kill);
+  }
+}
+
+/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
+function markedProcesses(needle: string): number[] {
+  if (process.platform !== "linux") return [];
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .filter((pid) => {
+      try {
+        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
+      } catch {
+        return false; // gone already, or another user's
+      }
+    })
+    .map(Number);
 }
 
 /** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
@@ -137,9 +182,21 @@ export const TOOL_HANDLERS: Record<string, Handler> = {
 // #endregion dispatch
 
 // #region run-tool
+/**
+ * Run the tool calls of one reply, one after another, and return their results in the same
+ * order, each with its call's id: the API needs an answer to every call it was sent.
+ */
+async function runTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]> {
+  const results: ToolResultBlockParam[] = [];
+  for (const block of content) {
+    if (block.type === "tool_use") results.push(await runTool(block));
+  }
+  return results;
+}
+
 /** Run one tool call. Never throws: a failure becomes a result the model can read and act on. */
 async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
-  console.log(dim(`> ${call.name} ${oneLine(Object.values(call.input ?? {}))}`));
+  console.log(dim(`> ${describeCall(call)}`));
   const handler = TOOL_HANDLERS[call.name];
   let result: ToolResultBlockParam;
   if (!handler) {
@@ -148,23 +205,28 @@ async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   } else {
     try {
       const output = await handler((call.input ?? {}) as Record<string, unknown>);
-      result = { type: "tool_result", tool_use_id: call.id, content: clip(output) };
+      result = { type: "tool_result", tool_use_id: call.id, content: clip(output, MAX_OUTPUT) };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(`Error: ${message}`) };
+      result = { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(`Error: ${message}`, MAX_OUTPUT) };
     }
   }
-  console.log(dim(`  ${oneLine([result.content])}`));
+  console.log(dim(describeResult(result)));
   return result;
 }
 
-/** The model sees at most MAX_OUTPUT characters of one result: the head and the tail, with a marker. */
-function clip(text: string): string {
-  if (text.length <= MAX_OUTPUT) return text;
-  return text.slice(0, KEEP) + marker(text.length - 2 * KEEP, text.length) + text.slice(-KEEP);
+/**
+ * Text cut to at most about `max` characters, with a note of what was cut: the head and the
+ * tail when the end matters (a command's output often ends with its error), or the head.
+ */
+function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
+  if (text.length <= max) return text;
+  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
+  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
+  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
 }
 
-// What is kept at each end of a long result; the rest of MAX_OUTPUT is room for the marker.
+// What is kept at each end of a long output; the rest of MAX_OUTPUT is room for the marker.
 const KEEP = (MAX_OUTPUT - 100) / 2;
 const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
 
@@ -174,14 +236,34 @@ function requireString(input: Record<string, unknown>, name: string): string {
   return value;
 }
 
-/** Squeeze values into one short line, so the person can follow what the agent does. */
-function oneLine(values: unknown[]): string {
-  const text = values
-    .map((value) => (typeof value === "string" ? value : JSON.stringify(value)))
-    .join(" ")
-    .replace(/\s+/g, " ")
-    .trim();
-  return text.length > 100 ? `${text.slice(0, 97)}...` : text;
+/**
+ * An optional whole number. Left out or null means "the default" (models send null for what
+ * they leave out, so every tool treats null so); anything else must be a whole number in range.
+ */
+function optionalInteger(input: Record<string, unknown>, name: string, range: { min: number; max?: number }): number | undefined {
+  const value = input[name];
+  if (value === undefined || value === null) return undefined;
+  const { min, max = Number.MAX_SAFE_INTEGER } = range;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    const bounds = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
+    throw new Error(`"${name}" must be a whole number ${bounds}, not ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** The call as a person reads it: each argument by name, strings quoted, so where one ends shows. */
+function describeCall(call: ToolUseBlock): string {
+  const args = Object.entries((call.input ?? {}) as Record<string, unknown>);
+  return `${call.name}(${args.map(([name, value]) => `${name}: ${clip(JSON.stringify(value) ?? "undefined", 120, "head")}`).join(", ")})`;
+}
+
+/** The result as a person reads it: its first lines; an error in full, since it says what went wrong. */
+function describeResult(result: ToolResultBlockParam): string {
+  const text = String(result.content).trimEnd() || "(empty)";
+  const lines = result.is_error ? clip(text, 2000, "head").split("\n") : text.split("\n");
+  const shown = result.is_error ? lines : lines.slice(0, 6).map((line) => clip(line, 160, "head"));
+  if (shown.length < lines.length) shown.push(`… (${lines.length - shown.length} more lines)`);
+  return shown.map((line) => `  ${line}`).join("\n");
 }
 
 const dim = (text: string) => (process.stdout.isTTY ? `\x1b[2m${text}\x1b[0m` : text);
@@ -201,10 +283,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
     showText(response);
     if (response.stop_reason !== "tool_use") return endTurn(response, messages);
 
-    const results: ToolResultBlockParam[] = [];
-    for (const block of response.content) {
-      if (block.type === "tool_use") results.push(await runTool(block));
-    }
+    const results = await runTools(response.content);
     messages.push({ role: "user", content: results });
   }
 }

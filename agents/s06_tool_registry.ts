@@ -18,9 +18,9 @@
  *   +----------------------------------------------------------------+
  *   reads in one reply run together; edits and commands one at a time
  *
- * New since s03 (its parent: s03's core tools, bash, read_file, write_file and edit_file,
- * without its search tools): each tool is an object in a registry; regions `tool`,
- * `registry`, `approval`, `run-tool`.
+ * New since s03: each tool is an object in a registry; regions `tool`, `registry`,
+ * `approval`, `run-tool`. It starts from s03's core tools (bash, read_file, write_file and
+ * edit_file), without its search tools.
  *
  *   npx tsx agents/s06_tool_registry.ts       (no key: replays the recorded demo)
  *   npx tsx agents/s06_tool_registry.ts --approval-mode auto-edit
@@ -223,7 +223,7 @@ function runCommand(command: string, seconds: number, signal: AbortSignal): Prom
     // after the shell is done. Wait a moment for output still in the pipes, then let go. The
     // background child runs on, until its command's time is up or the program ends.
     child.on("exit", (code) => {
-      clearTimeout(timer);
+      timer.unref(); // it still ends what the command left running, without keeping the program alive
       signal.removeEventListener("abort", onAbort);
       setTimeout(() => {
         child.stdout.destroy();
@@ -391,6 +391,8 @@ function readText(file: string, given: string): string {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw new Error(`${given} does not exist`);
     if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
+    // A socket cannot be opened at all: say what it is rather than "no such device".
+    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
     throw error;
   }
   try {
@@ -408,7 +410,7 @@ function readText(file: string, given: string): string {
       if (read === 0) break; // the file shrank while it was read
       length += read;
     }
-    if (bytes.subarray(0, 8192).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
     return bytes.subarray(0, length).toString("utf8");
   } finally {
     closeSync(fd);
@@ -421,6 +423,7 @@ function kindOf(stat: Stats): string {
   if (stat.isCharacterDevice()) return "a character device";
   if (stat.isBlockDevice()) return "a block device";
   if (stat.isSocket()) return "a socket";
+  if (stat.isSymbolicLink()) return "a symlink";
   return "not a regular file";
 }
 // #endregion read-file
@@ -486,6 +489,8 @@ function diffOf(change: FileChange): string {
 function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean } = {}): void {
   const before = lstatSync(file, { throwIfNoEntry: false });
   if (before?.isDirectory()) throw new Error(`${given} is a directory`);
+  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
+  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
   if (before && (before.mode & 0o200) === 0) {
     const mode = (before.mode & 0o777).toString(8);
     throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);

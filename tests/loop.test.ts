@@ -1,16 +1,17 @@
 // The agent loop, driven by recorded replies: what the model receives back, in what order,
 // and what happens when the model does something odd. Every stage shares the loop's text
 // (stages.test.ts proves it), so these run against each stage's own module.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
-import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
-import { PassThrough } from "node:stream";
-import { reply, resultText, scenarioOf, stageFiles, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, toolParameters, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
-const stages = stageFiles().map((file) => [file.match(/(s\d\d)_/)![1], file] as const);
+// The loop is what is tested here, not the approval step (tests/s06_tool_registry.test.ts has
+// that): from s06, stages load in yolo mode, so their tools run without asking a person.
+// (Each stage's demo, replayed through its loop, is tests/session.test.ts.)
+vi.stubEnv("APPROVAL_MODE", "yolo");
+const stages = stageFiles().map((file) => [stageId(file), file] as const);
 
 describe.each(stages)("%s agent loop", (_stage, file) => {
   const workspace = useWorkspace();
@@ -68,7 +69,14 @@ describe.each(stages)("%s agent loop", (_stage, file) => {
     await agentLoop([{ role: "user", content: "go" }]);
     const [result] = toolResults(session, 1);
     expect(result.is_error).toBe(true);
-    expect(resultText(result)).toBe('Error: "command" must be a string');
+    expect(resultText(result)).toMatch(/^Error: .*"command" must be a string/);
+  });
+
+  it("tells the person when the model declines to continue (stop_reason refusal)", async () => {
+    const { agentLoop } = await import(file);
+    replay(scenarioOf([reply.text("", "refusal")]));
+    await agentLoop([{ role: "user", content: "go" }]);
+    expect(printed).toContain("[the model declined to continue]");
   });
 
   it("reports a reply cut off by max_tokens to the person", async () => {
@@ -90,24 +98,56 @@ describe.each(stages)("%s agent loop", (_stage, file) => {
     expect(last.content).toEqual([expect.objectContaining({ tool_use_id: "toolu_cut", is_error: true })]);
     expect(() => readFileSync(`${workspace.dir}/ran.txt`)).toThrow();
   });
+});
 
-  it("replays the stage's demo fixture with the real tools, answering each recorded call", async () => {
+// Part I shows each call as name(arguments); from s06 a tool describes its own call
+// (getDescription), which tests/s06_tool_registry.test.ts covers.
+describe.each(stages.filter(([id]) => Number(id.slice(1)) <= 5))("%s: what the person sees of a tool call", (_stage, file) => {
+  useWorkspace();
+  const replay = useReplay();
+  const printed = usePrinted();
+
+  it("shows the person each call with its arguments by name, the first lines of a result, and an error in full", async () => {
     const { agentLoop } = await import(file);
-    const stage = file.match(/(s\d\d)_/)![1];
-    const scenario = loadScenario(stage);
-    // What the program does before a replay (s04: host names resolve from the scenario).
-    (await import(file)).prepareReplay?.(scenario);
-    for (const [name, text] of Object.entries(scenario.files ?? {})) {
-      mkdirSync(path.dirname(name), { recursive: true });
-      writeFileSync(name, text);
-    }
-    // The person's recorded answers are typed as in the program's replay (s05's ask_user).
-    useTerminal(scriptedTerminal(scenario.answers ?? [], new PassThrough() as unknown as NodeJS.WriteStream));
-    const session = replay(scenario);
-    await runTurns(agentLoop, scenario.prompts);
-    useTerminal(nobody);
-    expect(session.verdict()).toEqual([]);
-    expect(session.requests).toHaveLength(scenario.replies.length);
+    const name = `tool_${"t".repeat(300)}`;
+    replay(
+      scenarioOf([
+        reply.tools([
+          { name: "bash", input: { command: "seq 1 20", timeout: 5 } },
+          { name, input: {} },
+        ]),
+        reply.text("ok"),
+      ]),
+    );
+    await agentLoop([{ role: "user", content: "go" }]);
+    expect(printed).toContain('> bash(command: "seq 1 20", timeout: 5)');
+    expect(printed).toContain("  1\n  2\n  3\n  4\n  5\n  6\n  … (14 more lines)");
+    // An error says what went wrong and what to do: the person sees all of it, not its first 100 characters.
+    expect(printed).toContain(`  Error: unknown tool "${name}". Tools: ${(await import(file)).TOOLS.map((t: { name: string }) => t.name).join(", ")}.`);
+  });
+});
+
+// Stages whose read_file sends the file whole, clipped to 30,000 characters (s02 to s06). From s07
+// read_file pages, and a larger result is kept in a file: tests/s07_large_results.test.ts.
+const clippingStages = (
+  await Promise.all((await stagesWithTool("read_file")).map(async (stage) => ((await toolParameters(stage[1], "read_file")).includes("offset") ? [] : [stage])))
+).flat();
+
+describe.each(clippingStages)("%s: what one tool call may send the model", (_stage, file) => {
+  useWorkspace();
+  const replay = useReplay();
+  usePrinted();
+
+  it("at most 30,000 characters, head and tail, with a marker saying how much was cut", async () => {
+    const { agentLoop } = await import(file);
+    writeFileSync("big.txt", `START${"a".repeat(100_000)}END`);
+    const session = replay(scenarioOf([reply.tools([{ name: "read_file", input: { path: "big.txt" } }]), reply.text("ok")]));
+    await agentLoop([{ role: "user", content: "read it" }]);
+    const text = resultText(toolResults(session, 1)[0]);
+    expect(text.length).toBeLessThanOrEqual(30_000);
+    expect(text.startsWith("START")).toBe(true);
+    expect(text.endsWith("END")).toBe(true);
+    expect(text).toMatch(/\[\d+ characters cut from the middle, 100008 in all\]/);
   });
 });
 

@@ -1,253 +1,64 @@
-// s04's web_fetch, rule by rule. Pages come from msw (through the replay, as the model would
-// see them) or, for what msw cannot play (slow, endless, redirecting responses), from a real
-// HTTP server on loopback, which only the test-only switch lets web_fetch reach.
+// web_fetch, rule by rule, in every stage that has it. Pages come from msw (through the
+// replay, as the model would see them) or, for what msw cannot play (slow, endless,
+// compressed, redirecting responses), from a real HTTP server on loopback, which only the
+// test-only switch lets web_fetch reach.
 import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import zlib from "node:zlib";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { http as mock, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario, type ScenarioPage } from "../lib/scenario.ts";
-import * as s04 from "../agents/s04_web_fetch.ts";
-import { reply, resultText, runStage, scenarioOf, toolResults, useReplay, useWorkspace, runTurns } from "./helpers.ts";
+import { loadScenario, type Scenario, type ScenarioPage } from "../lib/scenario.ts";
+import { toolCall } from "../lib/tools.ts";
+import { reply, resultText, runMain, runTurns, scenarioOf, stageFile, stagesWithTool, toolOf, toolResults, useReplay, useWorkspace, type ToolCall } from "./helpers.ts";
 
-const { TOOL_HANDLERS, agentLoop, allowLoopbackForTests, resolverFrom, useResolver } = s04;
-
-/** The handler's answer, or its error message (what runTool turns into an is_error result). */
-const webFetch = (input: Record<string, unknown>): Promise<string> =>
-  Promise.resolve().then(() => TOOL_HANDLERS.web_fetch(input));
+/** What the tests use of a stage with web_fetch, besides the tool itself. */
+interface WebStage {
+  agentLoop(messages: MessageParam[]): Promise<void>;
+  useResolver(resolver?: (host: string) => Promise<string[]>): void;
+  resolverFrom(hosts?: Record<string, string>): (host: string) => Promise<string[]>;
+  allowLoopbackForTests(allow: boolean): void;
+  prepareReplay(scenario: Scenario): void;
+  /** s04 and s05: the dispatch map; the capstone has a registry instead. */
+  TOOL_HANDLERS?: object;
+}
 
 const DOCS = "https://docs.example.com";
 const HOSTS = {
   "docs.example.com": "93.184.215.14",
   "intranet.example.com": "10.0.0.7",
   "metadata.google.internal": "169.254.169.254",
+  "sixtofour.example.com": "2002:7f00:1::", // 127.0.0.1 inside 6to4
+  "mapped.example.com": "::ffff:127.0.0.1",
+  "zoned.example.com": "fe80::1%eth0",
 };
+const PUBLIC_INTERNET = "; web_fetch only reaches the public internet";
+const MB = 1024 * 1024;
 
 const workspace = useWorkspace();
-beforeEach(() => {
-  useResolver(resolverFrom(HOSTS)); // no DNS in tests: names resolve from this table
-  vi.spyOn(console, "log").mockImplementation(() => {});
-});
-afterEach(() => {
-  useResolver();
-  allowLoopbackForTests(false);
-  vi.restoreAllMocks();
-});
 
-describe("web_fetch: what the model receives for a page", () => {
-  const replay = useReplay();
+// Every request msw sees is answered here, so a check that lets one through shows up as a hit.
+const hits: string[] = [];
+const network = setupServer(
+  mock.all("*", ({ request }) => {
+    hits.push(request.url);
+    return HttpResponse.text("secret");
+  }),
+);
 
-  /** One web_fetch call through the real loop, with `web` served by the replay; the model's tool result. */
-  async function modelSees(input: Record<string, unknown>, web: Record<string, ScenarioPage>) {
-    const session = replay(scenarioOf([reply.tools([{ id: "toolu_fetch", name: "web_fetch", input }]), reply.text("ok")], { web }));
-    await agentLoop([{ role: "user", content: "fetch it" }]);
-    expect(session.verdict()).toEqual([]);
-    const [result] = toolResults(session, 1);
-    expect(result.tool_use_id).toBe("toolu_fetch");
-    return { text: resultText(result), isError: result.is_error === true };
-  }
-
-  it("turns HTML into readable text: the title first, one line per heading, paragraph and list item, no nav, script, style, footer, noscript or svg", async () => {
-    const page = `<!doctype html><html><head><title> Streams guide </title><style>p { color: red }</style>
-      <script>track("view")</script></head><body>
-      <nav><a href="/">Home</a> <a href="/api">API</a></nav>
-      <h1>Streams</h1><p>A stream delivers data
-        in <code>chunks</code>, as it arrives.</p>
-      <h2>Reading</h2><ul><li>Call <b>read()</b></li><li>Stop at <em>done</em></li></ul>
-      <noscript>Turn on JavaScript</noscript><svg><text>logo</text></svg>
-      <footer>© 2025 Example</footer></body></html>`;
-    const { text, isError } = await modelSees({ url: `${DOCS}/streams` }, { [`${DOCS}/streams`]: { body: page } });
-    expect(isError).toBe(false);
-    expect(text).toBe(
-      ["Streams guide", "", "# Streams", "A stream delivers data in chunks, as it arrives.", "## Reading", "- Call read()", "- Stop at done"].join("\n"),
-    );
-  });
-
-  it("gives at most 10,000 characters of a page's text, with a marker saying how much there was", async () => {
-    const long = "word ".repeat(6000).trim(); // 29,999 characters in one paragraph
-    const { text } = await modelSees({ url: `${DOCS}/long` }, { [`${DOCS}/long`]: { body: `<title>Long</title><p>${long}</p>` } });
-    const [shown, marker] = text.split("\n... ");
-    expect(shown).toBe(`Long\n\n${long}`.slice(0, 10_000));
-    expect(marker).toBe(`[web_fetch shows 10000 of ${`Long\n\n${long}`.length} characters]`);
-  });
-
-  it("returns plain text and JSON as they are", async () => {
-    const notes = "line one\n    indented   line\n\n<p>not HTML here</p>\n";
-    const json = JSON.stringify({ name: "kvcache", versions: ["1.0.0", "1.1.0"] }, null, 2);
-    const web = {
-      [`${DOCS}/notes.txt`]: { contentType: "text/plain; charset=utf-8", body: notes },
-      [`${DOCS}/package.json`]: { contentType: "application/json", body: json },
-    };
-    expect(await modelSees({ url: `${DOCS}/notes.txt` }, web)).toEqual({ text: notes, isError: false });
-    expect(await modelSees({ url: `${DOCS}/package.json` }, web)).toEqual({ text: json, isError: false });
-  });
-
-  it("caps plain text at 10,000 characters too, with the marker", async () => {
-    const log = "0123456789".repeat(2500);
-    const { text } = await modelSees({ url: `${DOCS}/big.log` }, { [`${DOCS}/big.log`]: { contentType: "text/plain", body: log } });
-    expect(text).toBe(`${log.slice(0, 10_000)}\n... [web_fetch shows 10000 of 25000 characters]`);
-  });
-
-  it("describes a PDF, an image or other binary content in one line, never its bytes", async () => {
-    const web = {
-      [`${DOCS}/manual.pdf`]: { contentType: "application/pdf", body: "%PDF-1.7 secret-bytes", headers: { "content-length": "21" } },
-      [`${DOCS}/logo.png`]: { contentType: "image/png", body: "\x89PNG secret-bytes" },
-      [`${DOCS}/blob`]: { contentType: "application/octet-stream", body: "secret-bytes" },
-    };
-    const pdf = await modelSees({ url: `${DOCS}/manual.pdf` }, web);
-    expect(pdf.text).toBe(`${DOCS}/manual.pdf is a PDF document (application/pdf, 21 bytes); web_fetch returns text only, so its content is not shown.`);
-    const png = await modelSees({ url: `${DOCS}/logo.png` }, web);
-    expect(png.text).toMatch(/^https:\/\/docs\.example\.com\/logo\.png is an image \(image\/png, [^)]+\); web_fetch returns text only/);
-    const blob = await modelSees({ url: `${DOCS}/blob` }, web);
-    expect(blob.text).toMatch(/is a binary file \(application\/octet-stream/);
-    for (const { text } of [pdf, png, blob]) {
-      expect(text).not.toContain("\n");
-      expect(text).not.toContain("secret-bytes");
-    }
-  });
-
-  it("reports an HTTP error with its status and a short excerpt, as an error", async () => {
-    const web = {
-      [`${DOCS}/gone`]: { status: 404, body: "<title>Not found</title><nav>menu</nav><h1>Page not found</h1><p>Try the search.</p>" },
-      [`${DOCS}/broken`]: { status: 500, contentType: "text/plain", body: `Internal error ${"x".repeat(5000)}` },
-    };
-    expect(await modelSees({ url: `${DOCS}/gone` }, web)).toEqual({
-      text: `Error: HTTP 404 Not Found from ${DOCS}/gone: Not found # Page not found Try the search.`,
-      isError: true,
-    });
-    const broken = await modelSees({ url: `${DOCS}/broken` }, web);
-    expect(broken.isError).toBe(true);
-    expect(broken.text).toMatch(/^Error: HTTP 500 Internal Server Error from https:\/\/docs\.example\.com\/broken: Internal error x+$/);
-    expect(broken.text.length).toBeLessThan(400);
-  });
-
-  it("refuses a redirect to a name that resolves to a private address, without requesting it", async () => {
-    const web = {
-      [`${DOCS}/moved`]: { status: 302, body: "", headers: { location: "http://intranet.example.com/admin" } },
-      "http://intranet.example.com/admin": { body: "<p>the intranet's admin page</p>" },
-    };
-    expect(await modelSees({ url: `${DOCS}/moved` }, web)).toEqual({
-      text: "Error: refused: intranet.example.com resolves to 10.0.0.7, which is a private, loopback, link-local or cloud-metadata address; web_fetch only reaches the public internet",
-      isError: true,
-    });
-  });
-
-  it("follows a relative redirect on the same site and says where the page was found", async () => {
-    const web = {
-      [`${DOCS}/old`]: { status: 301, body: "", headers: { location: "/new" } },
-      [`${DOCS}/new`]: { contentType: "text/plain", body: "the new page" },
-    };
-    expect((await modelSees({ url: `${DOCS}/old` }, web)).text).toBe(`the new page\n\n(after redirects, this page is ${DOCS}/new)`);
-  });
-});
-
-describe("web_fetch: where it may not go", () => {
-  // Every request is answered here, so a check that lets one through shows up as a hit.
-  const hits: string[] = [];
-  const network = setupServer(
-    mock.all("*", ({ request }) => {
-      hits.push(request.url);
-      return HttpResponse.text("secret");
-    }),
-  );
-  beforeEach(() => {
-    hits.length = 0;
-    network.listen({ onUnhandledRequest: "error" });
-  });
-  afterEach(() => network.close());
-
-  it.each(["file:///etc/passwd", "ftp://ftp.example.com/pub/file.txt", "data:text/plain,hello", "javascript:alert(1)", "gopher://example.com/", "ws://example.com/socket"])(
-    "refuses the scheme of %s",
-    async (url) => {
-      await expect(webFetch({ url })).rejects.toThrow(/^refused: web_fetch fetches only http and https URLs, not [a-z]+:$/);
-      expect(hits).toEqual([]);
-    },
-  );
-
-  it.each([
-    ["http://127.0.0.1/", "loopback"],
-    ["http://127.1/", "loopback, short"],
-    ["http://0x7f.1/", "loopback, hex"],
-    ["http://2130706433/", "loopback, one decimal number"],
-    ["http://017700000001/", "loopback, octal"],
-    ["http://localhost/", "localhost"],
-    ["http://localhost./", "localhost with a trailing dot"],
-    ["http://api.localhost/", "a name under localhost"],
-    ["http://[::1]/", "IPv6 loopback"],
-    ["http://[::ffff:127.0.0.1]/", "loopback inside IPv6"],
-    ["http://0.0.0.0/", "unspecified"],
-    ["http://[::]/", "IPv6 unspecified"],
-    ["http://10.1.2.3/", "private 10/8"],
-    ["http://172.16.0.1/", "private 172.16/12"],
-    ["http://192.168.1.1/", "private 192.168/16"],
-    ["http://100.64.0.1/", "carrier-grade NAT"],
-    ["http://169.254.169.254/latest/meta-data/", "cloud metadata"],
-    ["http://0251.0376.0251.0376/", "cloud metadata, octal"],
-    ["http://0xa9fea9fe/", "cloud metadata, hex"],
-    ["http://[::ffff:a9fe:a9fe]/", "cloud metadata inside IPv6"],
-    ["http://[fd00:ec2::254]/", "AWS IPv6 metadata"],
-    ["http://[fe80::1]/", "IPv6 link-local"],
-    ["http://[fc00::1]/", "IPv6 unique local"],
-    ["http://224.0.0.1/", "multicast"],
-    ["http://255.255.255.255/", "broadcast"],
-    ["http://[ff02::1]/", "IPv6 multicast"],
-    ["http://[64:ff9b::a9fe:a9fe]/", "cloud metadata through NAT64"],
-    ["http://intranet.example.com/", "a name that resolves to a private address"],
-    ["http://metadata.google.internal/computeMetadata/v1/", "a name that resolves to the metadata address"],
-  ])("refuses %s (%s) without a request", async (url) => {
-    await expect(webFetch({ url })).rejects.toThrow(/^refused: .* a private, loopback, link-local or cloud-metadata address/);
-    expect(hits).toEqual([]);
-  });
-
-  it("leaves no timer behind that fails later when it refuses a URL at once", async () => {
-    // A pending time limit whose rejection nobody awaits would crash the program later on.
-    await expect(webFetch({ url: "file:///etc/passwd", timeout: 0.05 })).rejects.toThrow(/^refused/);
-    await expect(webFetch({ url: "not a url", timeout: 0.05 })).rejects.toThrow(/not a valid URL/);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // vitest fails the run on an unhandled rejection
-  });
-
-  it("refuses a name when any one of its addresses is private", async () => {
-    useResolver(async () => ["93.184.215.14", "192.168.0.10"]);
-    await expect(webFetch({ url: "https://mixed.example.com/" })).rejects.toThrow(/resolves to 192\.168\.0\.10/);
-    expect(hits).toEqual([]);
-  });
-
-  it("lets a public address through (the catch-all answers)", async () => {
-    expect(await webFetch({ url: `${DOCS}/` })).toBe("secret");
-    expect(hits).toEqual([`${DOCS}/`]);
-  });
-
-  it("does not fetch a name it cannot resolve", async () => {
-    await expect(webFetch({ url: "https://unknown.example.org/" })).rejects.toThrow(
-      "cannot resolve unknown.example.org: unknown.example.org is not in the scenario's hosts",
-    );
-    expect(hits).toEqual([]);
-  });
-
-  it.each([
-    [{}, '"url" must be a string'],
-    [{ url: 42 }, '"url" must be a string'],
-    [{ url: "docs.example.com/page" }, '"docs.example.com/page" is not a valid URL; give a full one such as https://example.com/page'],
-    [{ url: `${DOCS}/`, timeout: "soon" }, '"timeout" must be a number of seconds above 0 (default 30, at most 120)'],
-    [{ url: `${DOCS}/`, timeout: 0 }, '"timeout" must be a number of seconds above 0'],
-    [{ url: `${DOCS}/`, timeout: -5 }, '"timeout" must be a number of seconds above 0'],
-  ])("refuses bad input %j with a clear message", async (input, message) => {
-    await expect(webFetch(input)).rejects.toThrow(message);
-    expect(hits).toEqual([]);
-  });
-});
-
-/** A real HTTP server on 127.0.0.1 for the test; `requests` lists the paths it was asked for. */
+/** A real HTTP server on 127.0.0.1 for each test; it notes the path and headers of every request. */
 function useLocalServer(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
-  const state = { url: "", requests: [] as string[] };
+  const state = { url: "", requests: [] as string[], headers: [] as http.IncomingHttpHeaders[] };
   let server: http.Server;
   beforeEach(async () => {
     state.requests.length = 0;
+    state.headers.length = 0;
     server = http.createServer((req, res) => {
       state.requests.push(req.url ?? "");
+      state.headers.push(req.headers);
       handle(req, res);
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -260,117 +71,570 @@ function useLocalServer(handle: (req: http.IncomingMessage, res: http.ServerResp
   return state;
 }
 
-describe("web_fetch against a real server: the loopback switch", () => {
-  const local = useLocalServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("local secret"));
+/** Seconds of CPU this process spends in `work`: unlike the clock, a busy machine barely changes it. */
+async function cpuSeconds<T>(work: () => Promise<T>): Promise<{ value: T; seconds: number }> {
+  const before = process.cpuUsage();
+  const value = await work();
+  const used = process.cpuUsage(before);
+  return { value, seconds: (used.user + used.system) / 1e6 };
+}
 
-  it("is off by default: a fresh copy of the stage refuses loopback and sends nothing", async () => {
-    vi.resetModules();
-    const fresh = await import("../agents/s04_web_fetch.ts");
-    expect(fresh).not.toBe(s04);
-    await expect(Promise.resolve().then(() => fresh.TOOL_HANDLERS.web_fetch({ url: `${local.url}/` }))).rejects.toThrow(/^refused: 127\.0\.0\.1 is a private, loopback/);
-    expect(local.requests).toEqual([]);
-  });
+// A page of paragraphs just under the 10 MB body cap, and the same number of paragraphs as text.
+const PARAGRAPH = "<p>Entries expire after their <b>TTL</b>, and a full cache evicts the least recently used.</p>\n";
+const PARAGRAPHS = Math.floor((10 * MB - 100) / PARAGRAPH.length);
+const BIG_PAGE = `<title>Big</title>${PARAGRAPH.repeat(PARAGRAPHS)}`;
+// 10 MB of list items, the page this conversion takes longest over (ready as bytes, so serving it costs nothing).
+const LONG_LIST = Buffer.from(`<ul>${"<li>x".repeat(Math.floor((10 * MB - 100) / 5))}`);
+// One gzip member of 1 MB of zeros; members one after another are one valid gzip stream.
+const ZEROS_GZIPPED = zlib.gzipSync(Buffer.alloc(MB));
 
-  it("when a test turns it on, reaches 127.0.0.1 and nothing else private", async () => {
-    allowLoopbackForTests(true);
-    expect(await webFetch({ url: `${local.url}/` })).toBe("local secret");
-    await expect(webFetch({ url: "http://10.0.0.1/" })).rejects.toThrow(/^refused/);
-  });
+const stages = await stagesWithTool("web_fetch");
 
-  it("connects to the address it checked, without asking DNS again (no rebinding)", async () => {
-    allowLoopbackForTests(true);
-    let lookups = 0;
-    // pinned.test exists only in this resolver: the system's DNS has never heard of it.
-    useResolver(async () => (lookups++, ["127.0.0.1"]));
-    const { port } = new URL(local.url);
-    expect(await webFetch({ url: `http://pinned.test:${port}/` })).toBe("local secret");
-    expect(lookups).toBe(1);
+describe.each(stages)("%s web_fetch", (_id, file) => {
+  let stage: WebStage;
+  let webFetch: ToolCall;
+  beforeAll(async () => {
+    stage = (await import(file)) as WebStage;
+    webFetch = await toolOf(file, "web_fetch");
   });
-});
-
-describe("web_fetch against a real server: redirects, time and size", () => {
-  const local = useLocalServer((req, res) => {
-    const [, route, arg] = req.url!.split("/");
-    if (route === "hops") {
-      // /hops/3 -> /hops/2 -> /hops/1 -> /hops/0, relative Locations
-      const left = Number(arg);
-      if (left > 0) return void res.writeHead(302, { location: `/hops/${left - 1}` }).end();
-      return void res.writeHead(200, { "content-type": "text/plain" }).end("arrived");
-    }
-    if (route === "to") return void res.writeHead(307, { location: decodeURIComponent(arg) }).end();
-    if (route === "slow") {
-      // Headers at once, then a byte every 50 ms forever: no single wait is long, the total is.
-      res.writeHead(200, { "content-type": "text/plain" });
-      const timer = setInterval(() => res.write("."), 50);
-      return void res.on("close", () => {
-        clearInterval(timer);
-        slowClosed = true;
-      });
-    }
-    if (route === "endless") {
-      // No content-length, and it never ends: only the reader's cap can stop it.
-      res.writeHead(200, { "content-type": "text/plain" });
-      const chunk = "0123456789abcdef".repeat(4096);
-      const pump = () => {
-        while (!res.destroyed && res.write(chunk));
-      };
-      res.on("drain", pump);
-      res.on("close", () => (endlessClosed = true));
-      return pump();
-    }
-    res.writeHead(404).end();
-  });
-  let endlessClosed = false;
-  let slowClosed = false;
   beforeEach(() => {
-    allowLoopbackForTests(true);
-    endlessClosed = false;
-    slowClosed = false;
+    stage.useResolver(stage.resolverFrom(HOSTS)); // no DNS in tests: names resolve from this table
+    vi.spyOn(console, "log").mockImplementation(() => {});
+  });
+  afterEach(() => {
+    stage.useResolver();
+    stage.allowLoopbackForTests(false);
+    vi.restoreAllMocks();
   });
 
-  it("follows up to 5 redirects", async () => {
-    expect(await webFetch({ url: `${local.url}/hops/5` })).toBe(`arrived\n\n(after redirects, this page is ${local.url}/hops/0)`);
-    expect(local.requests).toHaveLength(6);
+  describe("what the model receives for a page", () => {
+    const replay = useReplay();
+
+    /** One web_fetch call through the real loop, with `web` served by the replay; the model's tool result. */
+    async function modelSees(input: Record<string, unknown>, web: Record<string, ScenarioPage>) {
+      const session = replay(scenarioOf([reply.tools([{ id: "toolu_fetch", name: "web_fetch", input }]), reply.text("ok")], { web }));
+      await stage.agentLoop([{ role: "user", content: "fetch it" }]);
+      expect(session.verdict()).toEqual([]);
+      const [result] = toolResults(session, 1);
+      expect(result.tool_use_id).toBe("toolu_fetch");
+      return { text: resultText(result), isError: result.is_error === true };
+    }
+    const htmlSeen = async (body: string) => (await modelSees({ url: `${DOCS}/page` }, { [`${DOCS}/page`]: { body } })).text;
+
+    it("turns HTML into readable text: the title first, one line per heading, paragraph and list item, no nav, script, style, footer, noscript or svg", async () => {
+      const page = `<!doctype html><html><head><title> Streams guide </title><style>p { color: red }</style>
+        <script>track("view")</script></head><body>
+        <nav><a href="/">Home</a> <a href="/api">API</a></nav>
+        <h1>Streams</h1><p>A stream delivers data
+          in <code>chunks</code>, as it arrives.</p>
+        <h2>Reading</h2><ul><li>Call <b>read()</b></li><li>Stop at <em>done</em></li></ul>
+        <noscript>Turn on JavaScript</noscript><svg><text>logo</text></svg>
+        <footer>© 2025 Example</footer></body></html>`;
+      const { text, isError } = await modelSees({ url: `${DOCS}/streams` }, { [`${DOCS}/streams`]: { body: page } });
+      expect(isError).toBe(false);
+      expect(text).toBe(
+        ["Streams guide", "", "# Streams", "A stream delivers data in chunks, as it arrives.", "## Reading", "- Call read()", "- Stop at done"].join("\n"),
+      );
+    });
+
+    it("reads markup as a browser does: comments, a > inside a quoted attribute, tags inside a script, </br>, any case", async () => {
+      const page = [
+        "<!-- <p>a comment</p> --><!--><P CLASS=intro>Hello</P>",
+        `<a title="1 > 0" href='/x'>a link</a> after <img alt="a > b">it`,
+        "<script>document.write('<p>from a script</p>')</SCRIPT><p>line one</br>line two</p>",
+        "<textarea>  <b>kept as text</b>  </textarea>",
+        "<p>x < y, and a tag cut off at the end:</p><a href=\"unfinished",
+      ].join("");
+      expect(await htmlSeen(page)).toBe(["Hello", "a link after it", "line one", "line two", "<b>kept as text</b>", "x < y, and a tag cut off at the end:"].join("\n"));
+    });
+
+    it("decodes character references, and leaves an unknown one as written", async () => {
+      const page = "<title>Caf&eacute; &amp; cr&egrave;me</title><p>&lt;b&gt; &quot;q&quot; &#39;s&#x27; 5&nbsp;&times;&nbsp;3 &mdash; &hellip; &#x1F600; &unknown; &#0;</p>";
+      expect(await htmlSeen(page)).toBe("Café & crème\n\n<b> \"q\" 's' 5 × 3 — … 😀 &unknown; \uFFFD");
+    });
+
+    it("keeps the lines of a <pre>, and an end tag closes what was left open inside its element", async () => {
+      const page = "<pre>\n  first line\n    second   line\n</pre><div><nav>menu<ul><li>Home</div><p>after the nav</p></p></span><ul><li>one<li>two</ul>";
+      expect(await htmlSeen(page)).toBe(["first line", "second line", "after the nav", "- one", "- two"].join("\n"));
+    });
+
+    it("gives at most 10,000 characters of a page's text, with a marker saying how much there was", async () => {
+      const long = "word ".repeat(6000).trim(); // 29,999 characters in one paragraph
+      const { text } = await modelSees({ url: `${DOCS}/long` }, { [`${DOCS}/long`]: { body: `<title>Long</title><p>${long}</p>` } });
+      const [shown, marker] = text.split("\n... ");
+      expect(shown).toBe(`Long\n\n${long}`.slice(0, 10_000));
+      expect(marker).toBe(`[web_fetch shows 10000 of ${`Long\n\n${long}`.length} characters]`);
+    });
+
+    it("returns plain text and JSON as they are", async () => {
+      const notes = "line one\n    indented   line\n\n<p>not HTML here</p>\n";
+      const json = JSON.stringify({ name: "kvcache", versions: ["1.0.0", "1.1.0"] }, null, 2);
+      const web = {
+        [`${DOCS}/notes.txt`]: { contentType: "text/plain; charset=utf-8", body: notes },
+        [`${DOCS}/package.json`]: { contentType: "application/json", body: json },
+      };
+      expect(await modelSees({ url: `${DOCS}/notes.txt` }, web)).toEqual({ text: notes, isError: false });
+      expect(await modelSees({ url: `${DOCS}/package.json` }, web)).toEqual({ text: json, isError: false });
+    });
+
+    it("caps plain text at 10,000 characters too, with the marker", async () => {
+      const log = "0123456789".repeat(2500);
+      const { text } = await modelSees({ url: `${DOCS}/big.log` }, { [`${DOCS}/big.log`]: { contentType: "text/plain", body: log } });
+      expect(text).toBe(`${log.slice(0, 10_000)}\n... [web_fetch shows 10000 of 25000 characters]`);
+    });
+
+    it("describes a PDF, an image or other binary content in one line, never its bytes", async () => {
+      const web = {
+        [`${DOCS}/manual.pdf`]: { contentType: "application/pdf", body: "%PDF-1.7 secret-bytes", headers: { "content-length": "21" } },
+        [`${DOCS}/logo.png`]: { contentType: "image/png", body: "\x89PNG secret-bytes" },
+        [`${DOCS}/blob`]: { contentType: "application/octet-stream", body: "secret-bytes" },
+      };
+      const pdf = await modelSees({ url: `${DOCS}/manual.pdf` }, web);
+      expect(pdf.text).toBe(`${DOCS}/manual.pdf is a PDF document (application/pdf, 21 bytes); web_fetch returns text only, so its content is not shown.`);
+      const png = await modelSees({ url: `${DOCS}/logo.png` }, web);
+      expect(png.text).toMatch(/^https:\/\/docs\.example\.com\/logo\.png is an image \(image\/png, [^)]+\); web_fetch returns text only/);
+      const blob = await modelSees({ url: `${DOCS}/blob` }, web);
+      expect(blob.text).toMatch(/is a binary file \(application\/octet-stream/);
+      for (const { text } of [pdf, png, blob]) {
+        expect(text).not.toContain("\n");
+        expect(text).not.toContain("secret-bytes");
+      }
+    });
+
+    it("reports an HTTP error with its status and a short excerpt, as an error", async () => {
+      const web = {
+        [`${DOCS}/gone`]: { status: 404, body: "<title>Not found</title><nav>menu</nav><h1>Page not found</h1><p>Try the search.</p>" },
+        [`${DOCS}/broken`]: { status: 500, contentType: "text/plain", body: `Internal error ${"x".repeat(5000)}` },
+      };
+      expect(await modelSees({ url: `${DOCS}/gone` }, web)).toEqual({
+        text: `Error: HTTP 404 Not Found from ${DOCS}/gone: Not found # Page not found Try the search.`,
+        isError: true,
+      });
+      const broken = await modelSees({ url: `${DOCS}/broken` }, web);
+      expect(broken.isError).toBe(true);
+      expect(broken.text).toMatch(/^Error: HTTP 500 Internal Server Error from https:\/\/docs\.example\.com\/broken: Internal error x+$/);
+      expect(broken.text.length).toBeLessThan(400);
+    });
+
+    it("refuses a redirect to a name that resolves to a private address, without requesting it", async () => {
+      const web = {
+        [`${DOCS}/moved`]: { status: 302, body: "", headers: { location: "http://intranet.example.com/admin" } },
+        "http://intranet.example.com/admin": { body: "<p>the intranet's admin page</p>" },
+      };
+      expect(await modelSees({ url: `${DOCS}/moved` }, web)).toEqual({
+        text: `Error: refused: intranet.example.com resolves to 10.0.0.7, which is in 10.0.0.0/8 (private)${PUBLIC_INTERNET}`,
+        isError: true,
+      });
+    });
+
+    it("follows a relative redirect on the same site and says where the page was found", async () => {
+      const web = {
+        [`${DOCS}/old`]: { status: 301, body: "", headers: { location: "/new" } },
+        [`${DOCS}/new`]: { contentType: "text/plain", body: "the new page" },
+      };
+      expect((await modelSees({ url: `${DOCS}/old` }, web)).text).toBe(`the new page\n\n(after redirects, this page is ${DOCS}/new)`);
+    });
   });
 
-  it("stops at the 6th redirect without following it", async () => {
-    await expect(webFetch({ url: `${local.url}/hops/6` })).rejects.toThrow(
-      `stopped after 5 redirects: ${local.url}/hops/1 redirects again, to /hops/0`,
+  describe("where it may not go", () => {
+    beforeEach(() => {
+      hits.length = 0;
+      network.listen({ onUnhandledRequest: "error" });
+    });
+    afterEach(() => network.close());
+
+    it.each(["file:///etc/passwd", "ftp://ftp.example.com/pub/file.txt", "data:text/plain,hello", "javascript:alert(1)", "gopher://example.com/", "ws://example.com/socket"])(
+      "refuses the scheme of %s",
+      async (url) => {
+        await expect(webFetch({ url })).rejects.toThrow(/^refused: web_fetch fetches only http and https URLs, not [a-z]+:$/);
+        expect(hits).toEqual([]);
+      },
     );
-    expect(local.requests).toEqual(["/hops/6", "/hops/5", "/hops/4", "/hops/3", "/hops/2", "/hops/1"]);
+
+    it.each([
+      ["http://127.0.0.1/", "loopback"],
+      ["http://127.1/", "loopback, short"],
+      ["http://0x7f.1/", "loopback, hex"],
+      ["http://2130706433/", "loopback, one decimal number"],
+      ["http://017700000001/", "loopback, octal"],
+      ["http://localhost/", "localhost"],
+      ["http://localhost./", "localhost with a trailing dot"],
+      ["http://api.localhost/", "a name under localhost"],
+      ["http://[::1]/", "IPv6 loopback"],
+      ["http://0.0.0.0/", "unspecified"],
+      ["http://[::]/", "IPv6 unspecified"],
+      ["http://10.1.2.3/", "private 10/8"],
+      ["http://172.16.0.1/", "private 172.16/12"],
+      ["http://192.168.1.1/", "private 192.168/16"],
+      ["http://100.64.0.1/", "carrier-grade NAT"],
+      ["http://169.254.169.254/latest/meta-data/", "cloud metadata"],
+      ["http://0251.0376.0251.0376/", "cloud metadata, octal"],
+      ["http://0xa9fea9fe/", "cloud metadata, hex"],
+      ["http://[fd00:ec2::254]/", "AWS IPv6 metadata"],
+      ["http://[fe80::1]/", "IPv6 link-local"],
+      ["http://[fc00::1]/", "IPv6 unique local"],
+      ["http://224.0.0.1/", "multicast"],
+      ["http://255.255.255.255/", "broadcast"],
+      ["http://[ff02::1]/", "IPv6 multicast"],
+      // IPv4 ranges no public web server has
+      ["http://198.18.0.1/", "benchmarking"],
+      ["http://198.19.255.254/", "benchmarking, the top of 198.18.0.0/15"],
+      ["http://192.0.0.170/", "IETF protocol assignments (NAT64 discovery)"],
+      ["http://192.0.2.10/", "documentation (TEST-NET-1)"],
+      ["http://198.51.100.7/", "documentation (TEST-NET-2)"],
+      ["http://203.0.113.9/", "documentation (TEST-NET-3)"],
+      ["http://192.88.99.1/", "the old 6to4 relays"],
+      ["http://240.0.0.1/", "reserved"],
+      // IPv4 addresses carried inside IPv6
+      ["http://[::ffff:127.0.0.1]/", "loopback, IPv4-mapped"],
+      ["http://[::ffff:a9fe:a9fe]/", "cloud metadata, IPv4-mapped"],
+      ["http://[::127.0.0.1]/", "loopback, IPv4-compatible"],
+      ["http://[::a9fe:a9fe]/", "cloud metadata, IPv4-compatible"],
+      ["http://[::ffff:0:7f00:1]/", "loopback, IPv4-translated"],
+      ["http://[2002:7f00:1::]/", "loopback through 6to4"],
+      ["http://[2002:a9fe:a9fe::1]/", "cloud metadata through 6to4"],
+      ["http://[2002:c0a8:101::]/", "192.168.1.1 through 6to4"],
+      ["http://[64:ff9b::a9fe:a9fe]/", "cloud metadata through NAT64"],
+      ["http://[64:ff9b::10.0.0.1]/", "a private address through NAT64, written with dots"],
+      ["http://[64:ff9b:1::7f00:1]/", "loopback through local-use NAT64"],
+      ["http://[64:ff9b:1:a9fe:a9:fe00::]/", "local-use NAT64 with the address in the middle"],
+      ["http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "Teredo"],
+      ["http://[2001:2::1]/", "IPv6 benchmarking"],
+      ["http://[2001:db8::1]/", "IPv6 documentation"],
+      ["http://[3fff::1]/", "IPv6 documentation, the newer range"],
+      ["http://[100::1]/", "IPv6 discard-only"],
+      ["http://[5f00::1]/", "IPv6 outside the global unicast range"],
+      // names
+      ["http://intranet.example.com/", "a name that resolves to a private address"],
+      ["http://metadata.google.internal/computeMetadata/v1/", "a name that resolves to the metadata address"],
+      ["http://sixtofour.example.com/", "a name that resolves to loopback through 6to4"],
+      ["http://mapped.example.com/", "a name that resolves to loopback, IPv4-mapped with dots"],
+      ["http://zoned.example.com/", "a name that resolves to link-local with a zone"],
+    ])("refuses %s (%s) without a request", async (url) => {
+      await expect(webFetch({ url })).rejects.toThrow(/^refused: \S+ (is|resolves to \S+, which is) .+; web_fetch only reaches the public internet$/);
+      expect(hits).toEqual([]);
+    });
+
+    it.each([
+      ["http://[::127.0.0.1]/", "[::7f00:1] is outside 2000::/3, where every public IPv6 address is"],
+      ["http://[2002:7f00:1::]/", "[2002:7f00:1::] is 127.0.0.1 through 6to4, in 127.0.0.0/8 (loopback)"],
+      ["http://[::ffff:a9fe:a9fe]/", "[::ffff:a9fe:a9fe] is 169.254.169.254 written as IPv6, in 169.254.0.0/16 (link-local; cloud metadata is 169.254.169.254)"],
+      ["http://[64:ff9b::10.0.0.1]/", "[64:ff9b::a00:1] is 10.0.0.1 through NAT64, in 10.0.0.0/8 (private)"],
+      ["http://[64:ff9b:1::7f00:1]/", "[64:ff9b:1::7f00:1] is in 64:ff9b:1::/48 (local-use NAT64: which IPv4 address it stands for is the network's own choice)"],
+      ["http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "[2001:0:4136:e378:8000:63bf:3fff:fdd2] is in 2001::/23 (IETF protocol assignments: Teredo tunnels, benchmarking)"],
+      ["http://198.18.0.1/", "198.18.0.1 is in 198.18.0.0/15 (benchmarking)"],
+      ["http://203.0.113.9/", "203.0.113.9 is in 203.0.113.0/24 (documentation)"],
+      ["http://sixtofour.example.com/", "sixtofour.example.com resolves to 2002:7f00:1::, which is 127.0.0.1 through 6to4, in 127.0.0.0/8 (loopback)"],
+    ])("says why it refuses %s", async (url, why) => {
+      await expect(webFetch({ url })).rejects.toThrow(`refused: ${why}${PUBLIC_INTERNET}`);
+    });
+
+    it.each([
+      ["http://93.184.215.14/", "a public IPv4 address"],
+      ["http://198.17.255.255/", "just below 198.18.0.0/15"],
+      ["http://198.20.0.1/", "just above 198.18.0.0/15"],
+      ["http://192.0.1.1/", "next to 192.0.0.0/24"],
+      ["http://[2606:2800:220:1:248:1893:25c8:1946]/", "a public IPv6 address"],
+      ["http://[::ffff:93.184.215.14]/", "a public IPv4 address, IPv4-mapped"],
+      ["http://[64:ff9b::93.184.215.14]/", "a public IPv4 address through NAT64"],
+      ["http://[2002:5db8:d70e::1]/", "a public IPv4 address through 6to4"],
+      [`${DOCS}/`, "a name that resolves to a public address"],
+    ])("lets %s through (%s)", async (url) => {
+      expect(await webFetch({ url })).toBe("secret");
+      expect(hits).toEqual([new URL(url).href]);
+    });
+
+    it("refuses a name when any one of its addresses is private", async () => {
+      stage.useResolver(async () => ["93.184.215.14", "192.168.0.10"]);
+      await expect(webFetch({ url: "https://mixed.example.com/" })).rejects.toThrow(/resolves to 192\.168\.0\.10/);
+      expect(hits).toEqual([]);
+    });
+
+    it.each(["https://user:s3cret@docs.example.com/", "https://user@docs.example.com/", "https://:s3cret@docs.example.com/"])(
+      "refuses a URL with credentials in it (%s), and does not repeat them",
+      async (url) => {
+        const refusal = await webFetch({ url }).then(String, (error: Error) => error.message);
+        expect(refusal).toBe("refused: the URL carries a user name or password (user:password@); web_fetch sends no credentials, so give the URL without them");
+        expect(hits).toEqual([]);
+      },
+    );
+
+    it("leaves no timer behind that fails later when it refuses a URL at once", async () => {
+      // A pending time limit whose rejection nobody awaits would crash the program later on.
+      await expect(webFetch({ url: "file:///etc/passwd", timeout: 0.05 })).rejects.toThrow(/^refused/);
+      await expect(webFetch({ url: "not a url", timeout: 0.05 })).rejects.toThrow(/not a valid URL/);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // vitest fails the run on an unhandled rejection
+    });
+
+    it("does not fetch a name it cannot resolve", async () => {
+      await expect(webFetch({ url: "https://unknown.example.org/" })).rejects.toThrow(
+        "cannot resolve unknown.example.org: unknown.example.org is not in the scenario's hosts",
+      );
+      expect(hits).toEqual([]);
+    });
+
+    // A stage with a registry checks the types against the tool's JSON Schema first, in the
+    // schema's words (the third column); the tool's own checks come after.
+    it.each([
+      [{}, '"url" must be a string', '"url" is required'],
+      [{ url: 42 }, '"url" must be a string', '"url" must be a string'],
+      [{ url: "docs.example.com/page" }, '"docs.example.com/page" is not a valid URL; give a full one such as https://example.com/page', undefined],
+      [{ url: `${DOCS}/`, timeout: "soon" }, '"timeout" must be a number of seconds above 0 (default 30, at most 120)', '"timeout" must be a number'],
+      [{ url: `${DOCS}/`, timeout: 0 }, '"timeout" must be a number of seconds above 0', undefined],
+      [{ url: `${DOCS}/`, timeout: -5 }, '"timeout" must be a number of seconds above 0', undefined],
+    ])("refuses bad input %j with a clear message", async (input, message, schemaMessage) => {
+      await expect(webFetch(input)).rejects.toThrow(stage.TOOL_HANDLERS ? message : (schemaMessage ?? message));
+      expect(hits).toEqual([]);
+    });
   });
 
-  it.each([
-    ["http://169.254.169.254/latest/meta-data/iam/security-credentials/", /^refused: 169\.254\.169\.254 is a private/],
-    ["http://[::ffff:a9fe:a9fe]/latest/meta-data/", /^refused: \[::ffff:a9fe:a9fe\] is a private/],
-    ["http://192.168.1.1/admin", /^refused: 192\.168\.1\.1 is a private/],
-    ["file:///etc/passwd", /^refused: web_fetch fetches only http and https URLs, not file:$/],
-  ])("checks every hop again: a redirect to %s is refused", async (target, refusal) => {
-    await expect(webFetch({ url: `${local.url}/to/${encodeURIComponent(target)}` })).rejects.toThrow(refusal);
+  describe("against a real server: the loopback switch", () => {
+    const local = useLocalServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("local secret"));
+
+    it("is off by default: a fresh copy of the stage refuses loopback and sends nothing", async () => {
+      vi.resetModules();
+      const fresh = await import(file);
+      expect(fresh).not.toBe(stage);
+      await expect(Promise.resolve().then(() => toolCall(fresh, "web_fetch")!({ url: `${local.url}/` }))).rejects.toThrow(/^refused: 127\.0\.0\.1 is in 127\.0\.0\.0\/8 \(loopback\)/);
+      expect(local.requests).toEqual([]);
+    });
+
+    it("when a test turns it on, reaches 127.0.0.1 and nothing else private", async () => {
+      stage.allowLoopbackForTests(true);
+      expect(await webFetch({ url: `${local.url}/` })).toBe("local secret");
+      await expect(webFetch({ url: "http://10.0.0.1/" })).rejects.toThrow(/^refused/);
+    });
+
+    it("connects to the address it checked, without asking DNS again (no rebinding)", async () => {
+      stage.allowLoopbackForTests(true);
+      let lookups = 0;
+      // pinned.test exists only in this resolver: the system's DNS has never heard of it.
+      stage.useResolver(async () => (lookups++, ["127.0.0.1"]));
+      const { port } = new URL(local.url);
+      expect(await webFetch({ url: `http://pinned.test:${port}/` })).toBe("local secret");
+      expect(lookups).toBe(1);
+    });
+
+    it("names no stage in its user agent, and asks for the compressions it can decode", async () => {
+      stage.allowLoopbackForTests(true);
+      await webFetch({ url: `${local.url}/` });
+      expect(local.headers[0]["user-agent"]).toBe("agent-workbook (web_fetch)");
+      expect(local.headers[0]["accept-encoding"]).toBe("gzip, deflate, br");
+    });
+
+    it("refuses credentials in the URL before any request, so the server never sees them", async () => {
+      stage.allowLoopbackForTests(true);
+      const withCredentials = local.url.replace("http://", "http://user:s3cret@");
+      await expect(webFetch({ url: `${withCredentials}/` })).rejects.toThrow(/^refused: the URL carries a user name or password/);
+      expect(local.requests).toEqual([]);
+    });
   });
 
-  it("gives up when the total time limit passes, even while bytes keep coming, and hangs up", async () => {
-    const started = Date.now();
-    await expect(webFetch({ url: `${local.url}/slow`, timeout: 0.4 })).rejects.toThrow(`timed out after 0.4s fetching ${local.url}/slow`);
-    expect(Date.now() - started).toBeLessThan(1500);
-    await vi.waitFor(() => expect(slowClosed).toBe(true), { timeout: 1000 });
+  describe("against a real server: redirects, time and size", () => {
+    const local = useLocalServer((req, res) => {
+      const [, route, arg] = req.url!.split("/");
+      if (route === "hops") {
+        // /hops/3 -> /hops/2 -> /hops/1 -> /hops/0, relative Locations
+        const left = Number(arg);
+        if (left > 0) return void res.writeHead(302, { location: `/hops/${left - 1}` }).end();
+        return void res.writeHead(200, { "content-type": "text/plain" }).end("arrived");
+      }
+      if (route === "to") return void res.writeHead(307, { location: decodeURIComponent(arg) }).end();
+      if (route === "slow") {
+        // Headers at once, then a byte every 50 ms forever: no single wait is long, the total is.
+        res.writeHead(200, { "content-type": "text/plain" });
+        const timer = setInterval(() => res.write("."), 50);
+        return void res.on("close", () => {
+          clearInterval(timer);
+          closed = true;
+        });
+      }
+      if (route === "endless") {
+        // No content-length, and it never ends: only the reader's cap can stop it.
+        res.writeHead(200, { "content-type": "text/plain" });
+        const chunk = "0123456789abcdef".repeat(4096);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on("drain", pump);
+        res.on("close", () => (closed = true));
+        return pump();
+      }
+      res.writeHead(404).end();
+    });
+    let closed = false;
+    beforeEach(() => {
+      stage.allowLoopbackForTests(true);
+      closed = false;
+    });
+
+    it("follows up to 5 redirects", async () => {
+      expect(await webFetch({ url: `${local.url}/hops/5` })).toBe(`arrived\n\n(after redirects, this page is ${local.url}/hops/0)`);
+      expect(local.requests).toHaveLength(6);
+    });
+
+    it("stops at the 6th redirect without following it", async () => {
+      await expect(webFetch({ url: `${local.url}/hops/6` })).rejects.toThrow(
+        `stopped after 5 redirects: ${local.url}/hops/1 redirects again, to /hops/0`,
+      );
+      expect(local.requests).toEqual(["/hops/6", "/hops/5", "/hops/4", "/hops/3", "/hops/2", "/hops/1"]);
+    });
+
+    it.each([
+      ["http://169.254.169.254/latest/meta-data/iam/security-credentials/", /^refused: 169\.254\.169\.254 is in 169\.254\.0\.0\/16 \(link-local/],
+      ["http://[::ffff:a9fe:a9fe]/latest/meta-data/", /^refused: \[::ffff:a9fe:a9fe\] is 169\.254\.169\.254 written as IPv6/],
+      ["http://[2002:a9fe:a9fe::]/latest/meta-data/", /^refused: \[2002:a9fe:a9fe::\] is 169\.254\.169\.254 through 6to4/],
+      ["http://192.168.1.1/admin", /^refused: 192\.168\.1\.1 is in 192\.168\.0\.0\/16 \(private\)/],
+      ["http://user:s3cret@docs.example.com/", /^refused: the URL carries a user name or password/],
+      ["file:///etc/passwd", /^refused: web_fetch fetches only http and https URLs, not file:$/],
+    ])("checks every hop again: a redirect to %s is refused", async (target, refusal) => {
+      await expect(webFetch({ url: `${local.url}/to/${encodeURIComponent(target)}` })).rejects.toThrow(refusal);
+      expect(local.requests).toHaveLength(1);
+    });
+
+    it("gives up when the total time limit passes, even while bytes keep coming, and hangs up", async () => {
+      const started = Date.now();
+      await expect(webFetch({ url: `${local.url}/slow`, timeout: 0.4 })).rejects.toThrow(`timed out after 0.4s fetching ${local.url}/slow`);
+      expect(Date.now() - started).toBeLessThan(1500);
+      await vi.waitFor(() => expect(closed).toBe(true), { timeout: 1000 });
+    });
+
+    it("cuts an endless body off at 10 MB and closes the connection, instead of buffering it", async () => {
+      const text = await webFetch({ url: `${local.url}/endless`, timeout: 10 });
+      expect(text).toMatch(/^(0123456789abcdef)+\n\.\.\. \[web_fetch shows 10000 of 10485760 characters; the body was cut off at 10 MB\]$/);
+      await vi.waitFor(() => expect(closed).toBe(true), { timeout: 1000 });
+    });
   });
 
-  it("cuts an endless body off at 10 MB and closes the connection, instead of buffering it", async () => {
-    const text = await webFetch({ url: `${local.url}/endless`, timeout: 10 });
-    expect(text).toMatch(/^(0123456789abcdef)+\n\.\.\. \[web_fetch shows 10000 of 10485760 characters; the body was cut off at 10 MB\]$/);
-    await vi.waitFor(() => expect(endlessClosed).toBe(true), { timeout: 1000 });
+  describe("against a real server: compressed bodies", () => {
+    const PAGE = "<title>Packed</title><h1>Compressed</h1><p>The server sent this page compressed.</p>";
+    const TEXT = "Packed\n\n# Compressed\nThe server sent this page compressed.";
+    const SENTENCES = "A sentence that will not arrive whole. ".repeat(100);
+    const compress: Record<string, (data: string) => Buffer> = {
+      gzip: (data) => zlib.gzipSync(data),
+      deflate: (data) => zlib.deflateSync(data),
+      br: (data) => zlib.brotliCompressSync(data),
+    };
+    const local = useLocalServer((req, res) => {
+      const [, route, encoding] = req.url!.split("/");
+      if (route === "page") return void res.writeHead(200, { "content-type": "text/html", "content-encoding": encoding }).end(compress[encoding](PAGE));
+      if (route === "corrupt") return void res.writeHead(200, { "content-type": "text/plain", "content-encoding": encoding }).end("this is not compressed at all");
+      if (route === "empty") return void res.writeHead(200, { "content-type": "text/plain", "content-encoding": encoding }).end();
+      if (route === "truncated") {
+        const whole = compress[encoding](SENTENCES);
+        return void res.writeHead(200, { "content-type": "text/plain", "content-encoding": encoding }).end(whole.subarray(0, whole.length / 2));
+      }
+      if (route === "unknown") return void res.writeHead(200, { "content-type": "text/plain", "content-encoding": "zstd" }).end("\x28\xb5\x2f\xfd");
+      if (route === "bomb") {
+        // Gzipped zeros, a megabyte per thousand bytes sent, with no end: only a cap on the
+        // decoded bytes stops it.
+        res.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
+        const pump = () => {
+          while (!res.destroyed && res.write(ZEROS_GZIPPED));
+        };
+        res.on("drain", pump);
+        res.on("close", () => (closed = true));
+        return pump();
+      }
+      res.writeHead(404).end();
+    });
+    let closed = false;
+    beforeEach(() => {
+      stage.allowLoopbackForTests(true);
+      closed = false;
+    });
+
+    it.each(["gzip", "deflate", "br"])("decodes a %s body before reading it", async (encoding) => {
+      expect(await webFetch({ url: `${local.url}/page/${encoding}` })).toBe(TEXT);
+    });
+
+    it("cuts a gzip bomb off at 10 MB of decoded bytes, at once, and hangs up", async () => {
+      const started = Date.now();
+      const text = await webFetch({ url: `${local.url}/bomb`, timeout: 20 });
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(text).toBe(`${"\0".repeat(10_000)}\n... [web_fetch shows 10000 of 10485760 characters; the body was cut off at 10 MB]`);
+      await vi.waitFor(() => expect(closed).toBe(true), { timeout: 1000 });
+    });
+
+    it.each([
+      ["corrupt/gzip", "the body could not be decoded as gzip: incorrect header check"],
+      ["corrupt/deflate", "the body could not be decoded as deflate: incorrect header check"],
+      ["corrupt/br", "the body could not be decoded as br: Decompression failed"],
+      ["unknown", 'the server sent the body encoded as "zstd", which web_fetch cannot decode (it asks for gzip, deflate or br)'],
+    ])("gives a clear error for a body it cannot decode (%s)", async (route, message) => {
+      await expect(webFetch({ url: `${local.url}/${route}` })).rejects.toThrow(message);
+    });
+
+    it.each(["gzip", "deflate", "br"])("gives what arrived of an empty or cut-short %s body, as a browser does", async (encoding) => {
+      expect(await webFetch({ url: `${local.url}/empty/${encoding}` })).toBe("");
+      const text = await webFetch({ url: `${local.url}/truncated/${encoding}` });
+      expect(SENTENCES.startsWith(text)).toBe(true);
+      expect(text.length).toBeLessThan(SENTENCES.length);
+    });
+  });
+
+  describe("HTML to text, at any size and depth", () => {
+    const local = useLocalServer((req, res) => {
+      const [, route] = req.url!.split("/");
+      res.writeHead(200, { "content-type": "text/html" });
+      if (route === "big") return void res.end(BIG_PAGE);
+      if (route === "deep") return void res.end(`${"<div>".repeat(20_000)}deep inside${"</div>".repeat(20_000)}<p>after</p>`);
+      // Deep, never closed, then end tags that close nothing: each must cost the same at any depth.
+      if (route === "deeper") return void res.end(`${"<b><i><span>".repeat(70_000)}bottom${"</a>".repeat(200_000)}`);
+      if (route === "late") {
+        // The whole page at once, and its end a second later: the conversion starts then.
+        res.write(LONG_LIST);
+        const timer = setTimeout(() => res.end(), 1000);
+        return void res.on("close", () => clearTimeout(timer));
+      }
+      res.end();
+    });
+    beforeEach(() => stage.allowLoopbackForTests(true));
+
+    it("converts a 10 MB page of paragraphs in time that grows with its length (well under 2 s of CPU here)", async () => {
+      const { value: text, seconds } = await cpuSeconds(() => webFetch({ url: `${local.url}/big`, timeout: 20 }));
+      const converted = `Big\n\n${"Entries expire after their TTL, and a full cache evicts the least recently used.\n".repeat(PARAGRAPHS)}`.trimEnd();
+      expect(text).toBe(`${converted.slice(0, 10_000)}\n... [web_fetch shows 10000 of ${converted.length} characters]`);
+      // 0.3 to 0.9 s on the 2-core machine this was written on; a quadratic conversion would take hours.
+      expect(seconds).toBeLessThan(4);
+    });
+
+    it("converts 20,000 nested divs, and 210,000 nested inline tags, without recursion", async () => {
+      expect(await webFetch({ url: `${local.url}/deep` })).toBe("deep inside\nafter");
+      const { value, seconds } = await cpuSeconds(() => webFetch({ url: `${local.url}/deeper`, timeout: 20 }));
+      expect(value).toBe("bottom");
+      expect(seconds).toBeLessThan(2);
+    });
+
+    it("counts the conversion against the time limit: a page that takes too long to convert times out, and the conversion stops", async () => {
+      // The page has arrived whole well before the limit; converting it takes longer than what is left.
+      const started = Date.now();
+      await expect(webFetch({ url: `${local.url}/late`, timeout: 1.25 })).rejects.toThrow(`timed out after 1.25s fetching ${local.url}/late`);
+      expect(Date.now() - started).toBeLessThan(2500);
+      // A conversion left running would go on using the processor after the answer.
+      const { seconds } = await cpuSeconds(() => new Promise((resolve) => setTimeout(resolve, 1000)));
+      expect(seconds).toBeLessThan(0.1);
+    });
   });
 });
 
 describe("s04's demo", () => {
   const replay = useReplay();
+  let s04: WebStage;
+  beforeAll(async () => {
+    s04 = (await import("../agents/s04_web_fetch.ts")) as unknown as WebStage;
+  });
+  beforeEach(() => vi.spyOn(console, "log").mockImplementation(() => {}));
+  afterEach(() => {
+    s04.useResolver();
+    vi.restoreAllMocks();
+  });
 
   it("gives the model the page as clean text, saves the notes, and refuses the metadata address", async () => {
     const scenario = loadScenario("s04");
     s04.prepareReplay(scenario);
     const session = replay(scenario);
-    await runTurns(agentLoop, scenario.prompts);
+    await runTurns(s04.agentLoop, scenario.prompts);
     expect(session.verdict()).toEqual([]);
 
     const [page] = toolResults(session, 1);
@@ -392,14 +656,16 @@ describe("s04's demo", () => {
     const [metadata] = toolResults(session, 4);
     expect(metadata.tool_use_id).toBe("toolu_s04_demo_03");
     expect(metadata.is_error).toBe(true);
-    expect(resultText(metadata)).toMatch(/^Error: refused: 169\.254\.169\.254 is a private, loopback, link-local or cloud-metadata address/);
+    expect(resultText(metadata)).toBe(`Error: refused: 169.254.169.254 is in 169.254.0.0/16 (link-local; cloud metadata is 169.254.169.254)${PUBLIC_INTERNET}`);
   });
 
   it("replays as a program with no key and no network: the page comes from the fixture, through the scenario's hosts", async () => {
-    const run = await runStage("s04", { cwd: workspace.dir });
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toContain("  Expiry and eviction · kvcache docs # Expiry and eviction");
-    expect(run.stdout).toContain("Error: refused: 169.254.169.254");
+    vi.restoreAllMocks(); // the program's own printing is what this test reads
+    vi.stubEnv("TMPDIR", workspace.dir);
+    const run = await runMain(stageFile("s04")).finally(() => vi.unstubAllEnvs());
+    expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain("Expiry and eviction · kvcache docs");
+    expect(run.output).toContain("Error: refused: 169.254.169.254");
     const [demo] = readdirSync(workspace.dir).filter((name) => name.startsWith("workbook-s04-"));
     expect(readFileSync(path.join(workspace.dir, demo, "notes/expiry.md"), "utf8")).toMatch(/^# kvcache: expiry and eviction/);
   });

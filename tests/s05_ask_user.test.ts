@@ -9,7 +9,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { agentLoop } from "../agents/s05_ask_user.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
-import { reply, resultText, runStage, scenarioOf, startStandIn, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { reply, resultText, runMain, runStage, scenarioOf, stageFile, startStandIn, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the .log files older than a week", "Keep everything"];
 const NO_ONE_THERE = "No one answered (no person at the terminal). Decide without them, choosing the safe option.";
@@ -318,12 +318,13 @@ describe("s05 as a program", () => {
   });
 
   it("with no key, replays the demo: the recorded answer is typed, and the logs are gone afterwards", async () => {
-    const run = await runStage("s05", { cwd: workspace.dir });
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain("Which build logs should I delete?");
-    expect(run.stdout).toContain("answer> 1\n");
-    expect(run.stdout).toContain('The person chose option 1: "Delete all 3 .log files"');
-    // The replay's workspace is made under TMPDIR, which runStage points at this test's folder.
+    vi.stubEnv("TMPDIR", workspace.dir);
+    const run = await runMain(stageFile("s05")).finally(() => vi.unstubAllEnvs());
+    expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain("Which build logs should I delete?");
+    expect(run.output).toContain("answer> 1\n");
+    expect(run.output).toContain('The person chose option 1: "Delete all 3 .log files"');
+    // The replay's workspace is made under TMPDIR, which this test points at its own folder.
     const [demo] = readdirSync(workspace.dir).filter((name) => name.startsWith("workbook-s05-"));
     expect(demo).toBeDefined();
     expect(readdirSync(path.join(workspace.dir, demo)).sort()).toEqual(["src"]);
