@@ -6,6 +6,8 @@ export default defineConfig({
     // Each test file runs in its own process, so a test may change directory into its own
     // temporary workspace (worker threads cannot chdir).
     pool: "forks",
+    // Two at a time even on two cores: many tests wait on a timer or a child process, not the processor.
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // What a learner's shell holds must not change a test: no key, no provider, no model.

@@ -2,18 +2,22 @@
 // the real stage program spawned as a learner would run it, and a loopback stand-in for
 // the model's API that answers through the same replay engine as everything else.
 import { spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, vi } from "vitest";
 import { getResponse } from "msw";
 import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
 import type { Scenario } from "../lib/scenario.ts";
-import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf } from "../lib/stages.ts";
+import { toolCall, type ToolCall, type ToolStage } from "../lib/tools.ts";
+import { regionsOf } from "../.vitepress/source.ts";
 
 export { REPO_ROOT };
 
@@ -24,54 +28,80 @@ export function stageFiles(): string[] {
 
 /** "s02" -> absolute path of agents/s02_*.ts */
 export function stageFile(stage: string): string {
+  if (stage.endsWith(".ts")) return stage; // a stage file given by its path
   const name = existingStages().get(stage);
   if (!name) throw new Error(`no stage file for ${stage}`);
   return path.join(AGENTS_DIR, name);
 }
 
-/** A tool as tests call it: input in, the text the model would receive out; a failure throws. */
-export type ToolCall = (input: Record<string, unknown>) => Promise<string>;
+export type { ToolCall };
 
 /**
- * The stages whose model sees tool `name`, as [id, file] pairs in order. Each tool's tests
- * run against every stage listed here, so the copy of a tool in a new stage is tested the
- * day that stage lands.
+ * The regions a tool's behaviour is written in (its handler, the helpers it calls, its
+ * registry wrapper: from s06 the defineTool object sits in the tool's own region), besides the
+ * shared ones below. A carried region stays byte-identical from stage to stage unless the
+ * later stage's page names the change (tests/docs.test.ts), so stages whose regions here are
+ * the same run the same code for this tool.
  */
+const TOOL_REGIONS: Record<string, string[]> = {
+  bash: ["bash"],
+  read_file: ["sandbox", "read-file"],
+  write_file: ["sandbox", "write-file"],
+  edit_file: ["sandbox", "read-file", "write-file", "edit-file"],
+  grep: ["sandbox", "walk", "grep"],
+  glob: ["sandbox", "walk", "glob"],
+  ls: ["sandbox", "walk", "ls"],
+  web_fetch: ["web-fetch", "web-address", "html-to-text"],
+  ask_user: ["ask-user"],
+};
+/** What every tool goes through: the limits, the tool object and registry, the large-result wrapper. */
+const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one"];
+
+/** What decides how a stage runs tool `name`: its shape (dispatch map or registry) and those regions. */
+function implementationOf(file: string, name: string, hasDispatchMap: boolean): string {
+  const regions = regionsOf(readFileSync(file, "utf8"));
+  // The system prompt (the config lines that are text) tells the model about the stage; it does not run a tool.
+  const config = (regions.get("config") ?? "").split("\n").filter((line) => !/^\s*`|^const systemPrompt/.test(line));
+  regions.set("config", config.join("\n"));
+  const names = [...SHARED_REGIONS, ...(TOOL_REGIONS[name] ?? [])];
+  return JSON.stringify([hasDispatchMap, ...names.map((region) => regions.get(region) ?? null)]);
+}
+
+/**
+ * The stages whose model sees tool `name`, as [label, file] pairs in order: one per distinct
+ * implementation of the tool, labelled with every stage that carries that same code
+ * ("s06 s08 s09"). A new stage's copy of a tool is tested the day the stage lands; a copy
+ * that is byte for byte one already tested is not run again, which keeps the suite fast as
+ * stages are added. Tools with no entry in TOOL_REGIONS run against every stage.
+ */
+/** Whether a stage file gives the model a tool called `name` (its schema or defineTool says `name: "…"`). */
+export function offersTool(text: string, name: string): boolean {
+  return new RegExp(`^\\s*name: "${name}",`, "m").test(text);
+}
+
 export async function stagesWithTool(name: string): Promise<[string, string][]> {
-  const found: [string, string][] = [];
+  const found = new Map<string, { ids: string[]; file: string }>();
   for (const file of stageFiles()) {
-    const stage = (await import(file)) as { TOOLS: { name: string }[] };
-    if (stage.TOOLS.some((tool) => tool.name === name)) found.push([stageId(file), file]);
+    // Read, not imported: loading every stage in every test file would cost seconds each.
+    // tests/stages.test.ts checks that this reading agrees with each stage's TOOLS.
+    const text = readFileSync(file, "utf8");
+    if (!offersTool(text, name)) continue;
+    const key = TOOL_REGIONS[name] ? implementationOf(file, name, text.includes("TOOL_HANDLERS")) : file;
+    const same = found.get(key);
+    if (same) same.ids.push(stageId(file));
+    else found.set(key, { ids: [stageId(file)], file });
   }
-  return found;
+  return [...found.values()].map(({ ids, file }) => [ids.join(" "), file]);
 }
 
 /** "…/agents/s03_search_and_edit.ts" -> "s03" */
-export const stageId = (file: string) => path.basename(file).split("_")[0];
+export const stageId = stageIdOf;
 
-/**
- * Call a stage's tool the same way whatever the stage's shape: through the dispatch map of
- * s01 to s05 (a handler that throws on failure), or through the registry from s06 (the
- * tool's own validation, then execute; llmContent is what the model receives). The
- * registry's confirmation step is not part of a tool's behaviour, so it is not asked here;
- * s06's own tests cover it.
- */
+/** A stage's tool as tests call it (lib/tools.ts): input in, the text the model would receive out. */
 export async function toolOf(file: string, name: string): Promise<ToolCall> {
-  const stage = await import(file);
-  if (stage.TOOL_HANDLERS) {
-    const handler = stage.TOOL_HANDLERS[name];
-    if (!handler) throw new Error(`${stageId(file)} has no tool ${name}`);
-    return async (input) => String(await handler(input));
-  }
-  const tool = stage.registry.getTool(name);
-  if (!tool) throw new Error(`${stageId(file)} has no tool ${name}`);
-  return async (input) => {
-    const problem = tool.validateToolParams(input);
-    if (problem) throw new Error(problem);
-    const result = await tool.execute(input, new AbortController().signal);
-    const content = result.llmContent;
-    return typeof content === "string" ? content : JSON.stringify(content);
-  };
+  const call = toolCall((await import(file)) as ToolStage, name);
+  if (!call) throw new Error(`${stageId(file)} has no tool ${name}`);
+  return call;
 }
 
 /**
@@ -178,6 +208,58 @@ export function resultText(result: ToolResultBlockParam): string {
   const { content } = result;
   if (typeof content === "string") return content;
   return (content ?? []).map((b) => ("text" in b ? b.text : "")).join("");
+}
+
+/**
+ * Run `work` as a program would run at a terminal without a person: stdin gives `input` and
+ * then ends, as a pipe does, and what is written to the screen is captured, not shown.
+ */
+export async function onScreen<T>(input: string, work: () => Promise<T>): Promise<{ value: T; output: string }> {
+  let output = "";
+  const spies = [
+    vi.spyOn(console, "log").mockImplementation((...parts) => void (output += `${parts.join(" ")}\n`)),
+    vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      output += String(chunk);
+      return true;
+    }),
+    vi.spyOn(process, "stdin", "get").mockReturnValue(Readable.from([input]) as unknown as typeof process.stdin),
+  ];
+  try {
+    return { value: await work(), output };
+  } finally {
+    spies.forEach((spy) => spy.mockRestore());
+  }
+}
+
+/** Thrown in place of process.exit while runMain runs a stage's program in-process. */
+class ExitCalled {
+  constructor(readonly code: number) {}
+}
+
+/**
+ * Run a stage's program in this process, as `npx tsx agents/sNN.ts ...args` would, for what
+ * needs no real process; process.exit becomes the code returned. For a real terminal,
+ * signals or what happens at start-up, use runStage instead.
+ */
+export async function runMain(file: string, args: string[] = [], options: { input?: string } = {}): Promise<{ code: number; output: string }> {
+  const stage = await import(file);
+  const exit = vi.spyOn(process, "exit").mockImplementation((code) => {
+    throw new ExitCalled(Number(code ?? 0));
+  });
+  try {
+    const { value, output } = await onScreen(options.input ?? "", async () => {
+      try {
+        await stage.main(args);
+      } catch (error) {
+        if (error instanceof ExitCalled) return error.code;
+        throw error;
+      }
+      throw new Error("the program returned without calling process.exit");
+    });
+    return { code: value, output };
+  } finally {
+    exit.mockRestore();
+  }
 }
 
 // `npx tsx` in the repository resolves tsx from there; a child started in a temporary
@@ -323,4 +405,122 @@ export async function runTurns(
     await agentLoop(messages);
   }
   return messages;
+}
+
+// ---- Files and processes: what the tests of the hardened tools need ----
+
+export { TSX_LOADER };
+
+/** A fresh folder outside the workspace for each test: where links point and nothing may land. */
+export function useOutside(): { readonly dir: string } {
+  const state = { dir: "" };
+  beforeEach(() => void (state.dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-outside-")))));
+  afterEach(() => rmSync(state.dir, { recursive: true, force: true }));
+  return state;
+}
+
+/** The parameters of a stage's tool `name` in its schema, to tell versions of a tool apart. */
+export async function toolParameters(file: string, name: string): Promise<string[]> {
+  const stage = (await import(file)) as { TOOLS: { name: string; input_schema: { properties?: Record<string, unknown> } }[] };
+  const tool = stage.TOOLS.find((candidate) => candidate.name === name);
+  return tool ? Object.keys(tool.input_schema.properties ?? {}) : [];
+}
+
+/**
+ * A stage's edit_file, called the same way whatever the stage names its parameters: s02
+ * replaces the first `old_text`, s03 on need a unique `old_string`. `extra` is passed as is.
+ */
+export async function editFileOf(file: string): Promise<(path: string, before: string, after: string, extra?: Record<string, unknown>) => Promise<string>> {
+  const edit = await toolOf(file, "edit_file");
+  const [oldName, newName] = (await toolParameters(file, "edit_file")).includes("old_string") ? ["old_string", "new_string"] : ["old_text", "new_text"];
+  return (given, before, after, extra = {}) => edit({ path: given, [oldName]: before, [newName]: after, ...extra });
+}
+
+/**
+ * Whether process `pid` is running. A killed process that no one has reaped yet (a zombie:
+ * PID 1 in a container may leave one for seconds) has ended, though kill(pid, 0) still
+ * succeeds for it, so on Linux /proc says.
+ */
+export function isRunning(pid: number): boolean {
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return !["Z", "X"].includes(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3));
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Look every 20 ms until `check` holds or `ms` have passed; whether it held. */
+export async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+/** End processes a test started, if they still run (clean-up after a failed check). */
+export function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {} // ended already
+  }
+}
+
+/**
+ * Run a program to its end in `cwd` and collect what it printed: for a TypeScript script,
+ * `process.execPath` with `["--import", TSX_LOADER, script]`. Killed after `timeoutMs`.
+ */
+export function runProgram(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${command} did not finish in time.\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, options.timeoutMs ?? 10_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * After `ms`, open the FIFO `file` from a worker thread as the other end, write a line, wait a
+ * moment and close it. A tool that blocks on the FIFO (this thread stuck in open, read or
+ * write, where no timer can fire) is released, so such a test fails with a message instead of
+ * hanging the run. Opening a FIFO for reading and writing never blocks (Linux). stop() ends
+ * the worker, before it touches the FIFO when the tool did not block.
+ */
+export function releaseFifoAfter(file: string, ms: number): { stop(): Promise<number> } {
+  const worker = new Worker(
+    `const { workerData } = require("node:worker_threads");
+     const fs = require("node:fs");
+     setTimeout(() => {
+       try {
+         const fd = fs.openSync(workerData.file, fs.constants.O_RDWR);
+         fs.writeSync(fd, "released by the test\\n");
+         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200); // a blocked writer writes meanwhile
+         fs.closeSync(fd);
+       } catch {} // the FIFO is gone: nothing to release
+     }, workerData.ms);`,
+    { eval: true, workerData: { file: path.resolve(file), ms } },
+  );
+  worker.on("error", () => {});
+  return { stop: () => worker.terminate() };
 }

@@ -61,7 +61,11 @@ function useProvider() {
   };
 }
 
-describe.each(stageFiles().map((file) => [stageId(file), file]))("%s with no key", (stage, file) => {
+// Every stage's demo replays through its real loop and tools in tests/session.test.ts (and
+// again when the docs are built); here the program around it. The whole no-key run is checked
+// in full for s01 (and for s02 as a real process below); every other stage only for what is
+// its own: the stage id it gives the program, and so the recordings it finds.
+describe("s01 with no key", () => {
   const workspace = useWorkspace();
 
   it("says so in one line, replays its demo with the real tools in a temporary folder, and exits 0", async () => {
@@ -69,17 +73,27 @@ describe.each(stageFiles().map((file) => [stageId(file), file]))("%s with no key
     mkdirSync(tmp);
     vi.stubEnv("TMPDIR", tmp);
     try {
-      const { code, output } = await runMain(file);
+      const { code, output } = await runMain(s01);
       expect(code, output).toBe(0);
       const lines = output.split("\n");
-      expect(lines[0]).toBe(`No ANTHROPIC_API_KEY set: replaying the recorded demo of ${stage} instead.`);
-      for (const prompt of loadScenario(stage).prompts) expect(output).toContain(`${stage} >> ${prompt}`);
+      expect(lines[0]).toBe("No ANTHROPIC_API_KEY set: replaying the recorded demo of s01 instead.");
+      for (const prompt of loadScenario("s01").prompts) expect(output).toContain(`s01 >> ${prompt}`);
       expect(lines.filter(Boolean).at(-1)).toMatch(/^To use a real model: set ANTHROPIC_API_KEY/);
       expect(readdirSync(workspace.dir)).toEqual(["tmp"]); // never the learner's folder
-      expect(readdirSync(tmp).filter((name) => name.startsWith(`workbook-${stage}-`))).toHaveLength(1);
+      expect(readdirSync(tmp).filter((name) => name.startsWith("workbook-s01-"))).toHaveLength(1);
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+});
+
+describe.each(stageFiles().map((file) => [stageId(file), file]))("%s as a program", (stage, file) => {
+  useWorkspace();
+
+  it("names itself and finds its own recordings", async () => {
+    const { code, output } = await runMain(file, ["--replay", "no-such-scenario"]);
+    expect(code).toBe(1);
+    expect(output).toMatch(new RegExp(`^\\[error\\] No scenario at .*fixtures/${stage}/no-such-scenario\\.json; the scenarios of ${stage} are: (.+, )?demo\\b`));
   });
 });
 

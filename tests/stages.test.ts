@@ -4,14 +4,14 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { STAGES } from "../.vitepress/curriculum.ts";
-import { stageFiles } from "./helpers.ts";
+import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
+import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
 
 describe("every stage", () => {
   it("exists for s01 and s02 at least, numbered without gaps", () => {
-    const ids = files.map((f) => Number(path.basename(f).slice(1, 3)));
+    const ids = files.filter((f) => /^s\d\d_/.test(path.basename(f))).map((f) => Number(path.basename(f).slice(1, 3)));
     expect(ids.slice(0, 2)).toEqual([1, 2]);
     expect(ids).toEqual(ids.map((_, i) => i + 1));
   });
@@ -38,13 +38,19 @@ describe("every stage", () => {
       expect(typeof stage.runTool).toBe("function");
       expect(stage.registry.getAllTools().map((t: { name: string }) => t.name).sort()).toEqual(schemaNames);
     }
+    // The tool tests find the stages that carry a tool by reading the files (stagesWithTool):
+    // that reading must agree with what the stage gives the model.
+    const text = readFileSync(file, "utf8");
+    for (const tool of ["bash", "read_file", "write_file", "edit_file", "grep", "glob", "ls", "web_fetch", "ask_user", ...schemaNames]) {
+      expect(offersTool(text, tool), `${name}: ${tool}`).toBe(schemaNames.includes(tool));
+    }
   });
 });
 
 describe("the curriculum", () => {
   it.each(files.map((f) => [path.basename(f), f]))("gives %s the motto its header gives", (name, file) => {
     const motto = readFileSync(file, "utf8").split("\n")[3].match(/^ \* "([^"]+)"/)?.[1];
-    const stage = STAGES.find((s) => s.file === name);
+    const stage = PAGE_STAGES.find((s) => s.file === name);
     expect(stage, `${name} is not in .vitepress/curriculum.ts`).toBeDefined();
     expect(motto).toBe(stage!.motto.en);
   });
