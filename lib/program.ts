@@ -36,6 +36,16 @@ export interface StageProgram {
   options?: string[];
   /** A problem with the stage's settings, found when it loaded: said in one line, and nothing runs. */
   settingsProblem?: string;
+  /** Flags with no value that do one job instead of a session (s08: `--list-tools`); each resolves to the exit code. */
+  commands?: Record<string, () => Promise<number>>;
+  /** Called before the first prompt of a live session (s08: the tools of the workspace are discovered). */
+  prepareSession?: () => void | Promise<void>;
+  /**
+   * Commands typed at the interactive prompt in place of a request (s11: `/compact [focus]`), by
+   * their first word. Each gets the conversation and the rest of the line; the line itself is not
+   * sent to the model. A line starting with any other word is a request, as in every stage.
+   */
+  slashCommands?: Record<string, (history: MessageParam[], rest: string) => void | Promise<void>>;
 }
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -48,6 +58,8 @@ export async function runProgram(program: StageProgram): Promise<number> {
     console.log(`[error] ${program.settingsProblem}`);
     return 1;
   }
+  const command = Object.keys(program.commands ?? {}).find((name) => program.args.includes(name));
+  if (command) return program.commands![command]();
   const { flag, value, rest } = parseArgs(withoutOptions(program.args, program.options ?? []));
   if (flag === "--replay") return replayDemo(program, value);
   if (flag === "--record" && !program.hasKey) {
@@ -95,6 +107,7 @@ function parseArgs(args: string[]) {
  */
 async function converse(program: StageProgram, rest: string[], recording?: Recording): Promise<number> {
   const history: MessageParam[] = [];
+  await program.prepareSession?.();
   // Tools that ask the person (s05) read from the same terminal as the prompt.
   const toolsTerminal = (term: Terminal) => (recording ? recording.wrap(term) : term);
   if (rest.length > 0) {
@@ -108,17 +121,40 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
   }
   const term = lineTerminal();
   useTerminal(toolsTerminal(term));
-  console.log(`${program.stage}: ${program.title}. Type a request; q, exit or an empty line leaves.`);
+  const commands = Object.keys(program.slashCommands ?? {});
+  const orCommands = commands.length > 0 ? ` (or ${commands.join(", ")})` : "";
+  console.log(`${program.stage}: ${program.title}. Type a request${orCommands}; q, exit or an empty line leaves.`);
   let lastTurnOk = true;
   while (true) {
     const line = await term.ask(`${program.stage} >> `);
     const prompt = line?.trim();
     if (!prompt || EXIT_WORDS.has(prompt.toLowerCase())) break;
+    const [word, ...words] = prompt.split(/\s+/);
+    const command = program.slashCommands?.[word];
+    if (command) {
+      lastTurnOk = await runSlashCommand(word, () => command(history, words.join(" ")), recording);
+      continue;
+    }
     recording?.prompt(prompt);
     lastTurnOk = await runTurn(program, history, prompt);
   }
   term.close();
   return lastTurnOk ? 0 : 1;
+}
+
+/** A stage's command at the prompt. Not while recording: a replay would send the line to the model instead. */
+async function runSlashCommand(word: string, run: () => void | Promise<void>, recording?: Recording): Promise<boolean> {
+  if (recording) {
+    console.log(`[${word} is not available while recording: a replay of the recording could not repeat it]`);
+    return true;
+  }
+  try {
+    await run();
+    return true;
+  } catch (error) {
+    console.log(describeProviderError(error));
+    return false;
+  }
 }
 
 /** One turn: the person's prompt, then the agent loop until the model stops asking for tools. */

@@ -66,21 +66,27 @@ export function startRecording(apiKey: string): Recording {
   };
 }
 
-/** Keep the turns up to the first one cut short (by an error, or Ctrl-C): it would not replay. */
+/**
+ * Keep the turns up to the first one cut short (by an error, or Ctrl-C): it would not replay.
+ * A whole turn ends with a reply that asks for no tool. Replies before it may end a
+ * conversation of their own (s10: a subagent's last answer); those are counted as sideTurns.
+ */
 function completeTurns(
   prompts: { text: string; firstReply: number }[],
   replies: Message[],
-): Pick<Scenario, "prompts" | "replies"> {
+): Pick<Scenario, "prompts" | "replies" | "sideTurns"> {
   let kept = 0;
   for (const [i, { firstReply }] of prompts.entries()) {
     const end = prompts[i + 1]?.firstReply ?? replies.length;
     const turn = replies.slice(firstReply, end);
-    const whole = turn.length > 0 && turn.every((r, j) => (r.stop_reason === "tool_use") === (j < turn.length - 1));
+    const whole = turn.length > 0 && turn.at(-1)!.stop_reason !== "tool_use";
     if (!whole) break;
     kept = i + 1;
   }
   const lastReply = prompts[kept]?.firstReply ?? replies.length;
-  return { prompts: prompts.slice(0, kept).map((p) => p.text), replies: replies.slice(0, lastReply) };
+  const saved = replies.slice(0, lastReply);
+  const sideTurns = saved.filter((r) => r.stop_reason !== "tool_use").length - kept;
+  return { prompts: prompts.slice(0, kept).map((p) => p.text), replies: saved, ...(sideTurns > 0 ? { sideTurns } : {}) };
 }
 
 function scrub(text: string, secret: string): string {

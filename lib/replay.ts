@@ -3,8 +3,9 @@
 // and the exercises all use it, so what a newcomer sees is what the tests check.
 //
 // It is strict on purpose: a request past the end of the scenario, a request whose tool
-// results do not answer the previous reply's tool calls, or replies left over at the end
+// results do not answer the tool calls just before them, or replies left over at the end
 // are all problems, because each means the loop did not do what the recording expects.
+import { isDeepStrictEqual } from "node:util";
 import { http, HttpResponse, type HttpHandler } from "msw";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
@@ -45,7 +46,7 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     if (index >= scenario.replies.length) {
       return refuse(problems, `request ${index + 1} came after the last recorded reply (${scenario.replies.length})`);
     }
-    const mismatch = index > 0 ? unansweredCalls(scenario.replies[index - 1], body) : undefined;
+    const mismatch = unansweredCalls(body, scenario.replies.slice(0, index));
     if (mismatch) return refuse(problems, `request ${index + 1}: ${mismatch}`);
     next += 1;
     return HttpResponse.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
@@ -63,15 +64,33 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
   return { handlers: [model, ...pages], replay };
 }
 
-/** If the previous reply asked for tools, the next request must answer each call, in order. */
-function unansweredCalls(previous: Message, body: MessageCreateParams): string | undefined {
-  if (previous.stop_reason !== "tool_use") return undefined;
-  const asked = previous.content.flatMap((b) => (b.type === "tool_use" ? [b.id] : []));
-  const last = body.messages.at(-1);
-  const content = last && last.role === "user" && Array.isArray(last.content) ? last.content : [];
-  const answered = content.flatMap((b) => (b.type === "tool_result" ? [b.tool_use_id] : []));
+/**
+ * The tool calls of the assistant message just before a request's last message must be
+ * answered there, each in order, and that assistant message must be a reply the replay
+ * served. This is checked within the request, not against the reply served last, because an
+ * agent may hold more than one conversation: a subagent's requests (s10) come between its
+ * parent's, and the parent's next request answers the parent's own calls.
+ */
+function unansweredCalls(body: MessageCreateParams, served: Message[]): string | undefined {
+  const { messages } = body;
+  const last = messages.at(-1);
+  // The calls to answer: in the message before a final user message, or in a final assistant message (then unanswered).
+  const calling = last?.role === "assistant" ? last : messages.length > 1 && messages.at(-2)?.role === "assistant" ? messages.at(-2) : undefined;
+  const asked = calling ? idsOf(calling.content, "tool_use") : [];
+  const answered = last?.role === "user" ? idsOf(last.content, "tool_result") : [];
+  if (asked.length === 0 && answered.length === 0) return undefined;
+  if (!calling) return `tool results for [${answered.join(", ")}] with no assistant message before them`;
+  // JSON both ways: a reply is compared as the loop received it, over HTTP.
+  const wasServed = served.some((reply) => isDeepStrictEqual(JSON.parse(JSON.stringify(reply.content)), calling.content));
+  if (!wasServed) return `the tool calls [${asked.join(", ")}] before the results are not in any reply the replay served`;
   if (asked.join(",") === answered.join(",")) return undefined;
   return `expected tool results for [${asked.join(", ")}] in that order, got [${answered.join(", ")}]`;
+}
+
+/** The ids of a message's tool_use blocks, or of its tool_result blocks. */
+function idsOf(content: MessageCreateParams["messages"][number]["content"], type: "tool_use" | "tool_result"): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((b) => (b.type === "tool_use" && type === "tool_use" ? [b.id] : b.type === "tool_result" && type === "tool_result" ? [b.tool_use_id] : []));
 }
 
 function refuse(problems: string[], problem: string) {

@@ -30,6 +30,12 @@ export interface Scenario {
   web?: Record<string, ScenarioPage>;
   /** The addresses those pages' host names resolve to (host → IP), for checks made before fetching. */
   hosts?: Record<string, string>;
+  /**
+   * How many replies end a conversation the agent holds beside the person's turns, rather than
+   * a turn (s10: each subagent's last reply). The replies that end a turn or such a
+   * conversation number prompts + sideTurns. Default 0.
+   */
+  sideTurns?: number;
 }
 
 export { REPO_ROOT };
@@ -97,8 +103,11 @@ export function checkScenario(scenario: Scenario): string[] {
     }
   }
   const endings = (scenario.replies ?? []).filter((r) => r?.stop_reason && r.stop_reason !== "tool_use").length;
-  if (Array.isArray(scenario.prompts) && endings !== scenario.prompts.length) {
-    problems.push(`${scenario.prompts.length} prompt(s) but ${endings} reply/replies that end a turn`);
+  const side = scenario.sideTurns ?? 0;
+  if (!Number.isInteger(side) || side < 0) problems.push("sideTurns must be a whole number, 0 or more");
+  else if (Array.isArray(scenario.prompts) && endings !== scenario.prompts.length + side) {
+    const expected = side > 0 ? `${scenario.prompts.length} prompt(s) and ${side} side turn(s)` : `${scenario.prompts.length} prompt(s)`;
+    problems.push(`${expected} but ${endings} reply/replies that end a turn`);
   }
   return problems;
 }

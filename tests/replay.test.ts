@@ -101,3 +101,65 @@ describe("scenarios", () => {
     expect(() => loadScenario("s01", "no-such-scenario")).toThrow(/No scenario at .*no-such-scenario\.json/);
   });
 });
+
+// A subagent (s10) holds a conversation of its own: its requests come between its parent's.
+// Each request is checked within itself: its last message answers the calls of the assistant
+// message just before it, and that message is a reply the replay served.
+describe("the replay engine with a conversation inside another", () => {
+  const replay = useReplay();
+  const parentAsks = reply.tools([{ id: "toolu_parent", name: "task", input: { description: "survey", prompt: "Survey src/." } }]);
+  const childAsks = reply.tools([{ id: "toolu_child", name: "read_file", input: { path: "a.txt" } }]);
+  const childEnds = reply.text("src/ has one file.");
+  const parentEnds = reply.text("Done.");
+  const nested = () => ({ ...scenarioOf([parentAsks, childAsks, childEnds, parentEnds]), prompts: ["go"], sideTurns: 1 });
+  const results = (...ids: string[]): Anthropic.MessageParam => ({ role: "user", content: ids.map((id) => ({ type: "tool_result" as const, tool_use_id: id, content: "…" })) });
+  const parentFirst: Anthropic.MessageParam[] = [{ role: "user", content: "go" }];
+  const parentAgain = (...ids: string[]): Anthropic.MessageParam[] => [...parentFirst, { role: "assistant", content: parentAsks.content }, results(...ids)];
+  const childFirst: Anthropic.MessageParam[] = [{ role: "user", content: "Survey src/." }];
+  const childAgain = (...ids: string[]): Anthropic.MessageParam[] => [...childFirst, { role: "assistant", content: childAsks.content }, results(...ids)];
+
+  it("accepts a child's requests between the parent's, each answering the calls just before its results", async () => {
+    const session = replay(nested());
+    await ask(parentFirst);
+    await ask(childFirst); // right after the parent's tool call, with no result: a new conversation
+    await ask(childAgain("toolu_child"));
+    await ask(parentAgain("toolu_parent")); // answers the parent's call, served two replies earlier
+    expect(session.verdict()).toEqual([]);
+  });
+
+  it("fails the parent's request when it answers the child's calls instead of its own", async () => {
+    const session = replay(nested());
+    await ask(parentFirst);
+    await ask(childFirst);
+    await ask(childAgain("toolu_child"));
+    await expect(ask(parentAgain("toolu_child"))).rejects.toThrow(/request 4: expected tool results for \[toolu_parent\] in that order, got \[toolu_child\]/);
+  });
+
+  it("fails results that follow an assistant message the replay never served", async () => {
+    const session = replay(nested());
+    await ask(parentFirst);
+    await ask(childFirst);
+    const invented = reply.tools([{ id: "toolu_invented", name: "read_file", input: { path: "b.txt" } }]);
+    const request = [...childFirst, { role: "assistant" as const, content: invented.content }, results("toolu_invented")];
+    await expect(ask(request)).rejects.toThrow(/the tool calls \[toolu_invented\] before the results are not in any reply the replay served/);
+    expect(session.remaining()).toBe(2);
+  });
+
+  it("fails results with no assistant message before them, and calls left unanswered", async () => {
+    const session = replay(nested());
+    await ask(parentFirst);
+    await expect(ask([...parentFirst, results("toolu_parent")])).rejects.toThrow(/tool results for \[toolu_parent\] with no assistant message before them/);
+    await expect(ask([...parentFirst, { role: "assistant", content: parentAsks.content }, { role: "user", content: "never mind" }])).rejects.toThrow(
+      /expected tool results for \[toolu_parent\] in that order, got \[\]/,
+    );
+    await expect(ask([...parentFirst, { role: "assistant", content: parentAsks.content }])).rejects.toThrow(/expected tool results for \[toolu_parent\] in that order, got \[\]/);
+    expect(session.problems).toHaveLength(3);
+  });
+
+  it("counts a child's last reply as a side turn of the scenario, not a prompt's", () => {
+    expect(checkScenario(nested())).toEqual([]);
+    expect(checkScenario({ ...nested(), sideTurns: 0 })).toContain("1 prompt(s) but 2 reply/replies that end a turn");
+    expect(checkScenario({ ...nested(), sideTurns: 2 })).toContain("1 prompt(s) and 2 side turn(s) but 2 reply/replies that end a turn");
+    expect(checkScenario({ ...nested(), sideTurns: -1 })).toContain("sideTurns must be a whole number, 0 or more");
+  });
+});
