@@ -1,0 +1,1088 @@
+/**
+ * s12_skills_and_memory.ts - Skills and Memory
+ *
+ * "Load knowledge when it is needed, remember what matters": a short list in the prompt, the rest on demand.
+ *
+ *   the first request of a session: systemPrompt() reads the workspace, once
+ *   +-------------------------------------------------------------------+
+ *   | skills/<name>/SKILL.md      --- name + description --->  the list |
+ *   |   ---                       (YAML frontmatter; a bad one is       |
+ *   |   name: changelog            skipped, with a warning naming       |
+ *   |   description: ...           the file and the problem)            |
+ *   |   ---                                                             |
+ *   | ~/.agent/MEMORY.md, .agent/MEMORY.md  --- the facts --->  memory  |
+ *   +-------------------------------------------------------------------+
+ *      |  the same system prompt for the whole session
+ *      v
+ *   load_skill("changelog")  --> the SKILL.md body, in the tool result
+ *   save_memory(fact)        --> "- fact" under "## Saved facts", written atomically
+ *                                (asks first, like an edit; the same fact twice: nothing
+ *                                added; over 4,000 characters: refused, nothing lost)
+ *      |
+ *      v
+ *   the next session: the fact is in its system prompt
+ *
+ * New since s06: regions `skills`, `memory` and `knowledge`; the system prompt in `config`
+ * ends with what `knowledge` read; `write-file`'s writeAtomically can write under another
+ * root (the home). The parent is s06 itself: the registry with bash, read_file, write_file
+ * and edit_file.
+ *
+ *   npx tsx agents/s12_skills_and_memory.ts       (no key: replays the recorded demo)
+ *   npm run replay -- s12 next-session            (the demo's next run, with its memory)
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { Ajv, type ErrorObject } from "ajv";
+import { createTwoFilesPatch } from "diff";
+import YAML from "yaml";
+import { modelClient } from "../lib/model.ts";
+import { isMain, optionValue, runAsMain } from "../lib/program.ts";
+import { cancellable, terminal } from "../lib/terminal.ts";
+
+// #region config
+if (existsSync(".env")) process.loadEnvFile(".env");
+const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
+const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
+const MAX_TOKENS = 8000;
+const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
+// The official SDK's client for any Anthropic-compatible API (lib/model.ts loads the SDK at
+// the first request, so the program starts at once). With no key the program replays a
+// recorded demo, and the placeholder key it then uses is never sent anywhere.
+const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
+// The workspace is the directory the program runs in. It is read at each call rather than
+// stored, so the offline replay and the tests run this same code in a temporary folder; the
+// system prompt is written at each request for the same reason. It ends with the skills and
+// the memory, read once per session (region `knowledge`).
+const workspace = () => process.cwd();
+const systemPrompt = () =>
+  `You are a coding agent working in ${workspace()}. read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly. ` +
+  `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make. ` +
+  `Before a task that one of the skills below covers, load it with load_skill and follow it. When the person tells you something worth knowing in later sessions ` +
+  `(a command, a convention, a preference), keep it with save_memory, one short fact per call.` +
+  knowledge();
+// How careful to be, from `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
+const APPROVAL_MODES = ["default", "auto-edit", "yolo", "plan"] as const;
+type ApprovalMode = (typeof APPROVAL_MODES)[number];
+const requestedMode = optionValue(process.argv, "--approval-mode") ?? process.env.APPROVAL_MODE ?? "default";
+const APPROVAL_MODE = (APPROVAL_MODES as readonly string[]).includes(requestedMode) ? (requestedMode as ApprovalMode) : undefined;
+// #endregion config
+
+// #region tool
+/** What a tool does, in the words the approval mode decides by: reading is always allowed. */
+type ToolKind = "read" | "edit" | "execute";
+
+/** A tool's answer: what the model reads, and what the person sees (often not the same). */
+interface ToolResult {
+  llmContent: string;
+  returnDisplay: string;
+}
+
+/** What the person is shown before they say yes or no. */
+interface Confirmation {
+  title: string;
+  details: string;
+}
+
+type Params = Record<string, unknown>;
+
+/** A tool as an object: it describes, validates and confirms itself, then runs. */
+interface AgentTool {
+  /** The name the model calls it by. */
+  name: string;
+  /** The name the person reads: "Shell", "ReadFile". */
+  displayName: string;
+  description: string;
+  kind: ToolKind;
+  /** JSON Schema of the parameters: the model sees it, and every call is checked against it. */
+  parameterSchema: Tool["input_schema"];
+  /** null when the parameters are valid; otherwise one message naming what is wrong. */
+  validateToolParams(params: Params): string | null;
+  /** One line the person sees before the tool runs. */
+  getDescription(params: Params): string;
+  /** false when there is nothing to confirm; otherwise what to show the person. */
+  shouldConfirmExecute(params: Params, signal: AbortSignal): Promise<Confirmation | false>;
+  /** Do the work. A failure throws an Error whose message the model reads. */
+  execute(params: Params, signal: AbortSignal): Promise<ToolResult>;
+}
+
+const ajv = new Ajv({ allErrors: true });
+
+/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
+  const validate = ajv.compile(spec.parameterSchema);
+  return {
+    shouldConfirmExecute: async () => false,
+    ...spec,
+    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+  };
+}
+
+/** ajv's findings as sentences the model can act on: `"path" must be a string`. */
+function schemaErrors(errors: ErrorObject[]): string {
+  return errors
+    .map((error) => {
+      const field = error.instancePath ? `"${error.instancePath.slice(1).replaceAll("/", ".")}"` : "the input";
+      const { params } = error;
+      if (error.keyword === "required") return `"${params.missingProperty}" is required`;
+      if (error.keyword === "additionalProperties") return `"${params.additionalProperty}" is not a parameter of this tool`;
+      if (error.keyword === "type") return `${field} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
+      if (error.keyword === "minimum") return `${field} must be at least ${params.limit}`;
+      if (error.keyword === "maximum") return `${field} must be at most ${params.limit}`;
+      if (error.keyword === "enum") return `${field} must be one of ${params.allowedValues.join(", ")}`;
+      return `${field} ${error.message}`;
+    })
+    .join("; ");
+}
+// #endregion tool
+
+// #region registry
+/** Every tool the agent has, by name. The model is shown what the registry holds, nothing else. */
+class ToolRegistry {
+  private tools = new Map<string, AgentTool>();
+
+  registerTool(tool: AgentTool): void {
+    if (this.tools.has(tool.name)) throw new Error(`a tool named "${tool.name}" is registered already`);
+    this.tools.set(tool.name, tool);
+  }
+
+  getTool(name: string): AgentTool | undefined {
+    return this.tools.get(name);
+  }
+
+  getAllTools(): AgentTool[] {
+    return [...this.tools.values()];
+  }
+
+  /** What the model sees: each tool's name, description and parameter schema. */
+  getFunctionDeclarations(): Tool[] {
+    return this.getAllTools().map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameterSchema }));
+  }
+}
+
+export const registry = new ToolRegistry();
+// #endregion registry
+
+// #region bash
+// A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
+// The real answer is asking a person before running a command: the approval step below.
+const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"];
+const DEFAULT_TIMEOUT = 120;
+const MAX_TIMEOUT = 600;
+
+const bashTool = defineTool({
+  name: "bash",
+  displayName: "Shell",
+  kind: "execute",
+  description: "Run a shell command in the workspace and return its output and exit code. stdin is closed, so commands must not wait for input.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      command: { type: "string", description: "The command, run with bash -c." },
+      timeout: { type: "integer", minimum: 1, maximum: MAX_TIMEOUT, description: `Seconds before the command is ended (default ${DEFAULT_TIMEOUT}).` },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.command),
+  shouldConfirmExecute: async (params) => ({ title: "Run this command?", details: String(params.command) }),
+  async execute(params, signal) {
+    const command = String(params.command);
+    const blocked = DENYLIST.find((pattern) => command.includes(pattern));
+    if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
+    const { output, code } = await runCommand(command, Number(params.timeout ?? DEFAULT_TIMEOUT), signal);
+    const text = output || "(no output)";
+    return {
+      llmContent: code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`,
+      returnDisplay: `${text.replace(/\n$/, "")}\n(exit code ${code ?? "killed"})`,
+    };
+  },
+});
+
+/** Run a command to its end, its time limit, or the signal; nothing it started outlives it. */
+function runCommand(command: string, seconds: number, signal: AbortSignal): Promise<{ output: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
+    // its own process group; the mark in its environment follows whatever it starts.
+    const mark = newCommandMark();
+    const child = spawn("bash", ["-c", command], {
+      cwd: workspace(),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env, [COMMAND_MARK]: mark },
+    });
+    if (child.pid) commandGroups.add(child.pid);
+    const output = new HeadAndTail();
+    child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
+    const stop = (why: string) => {
+      clearTimeout(timer);
+      endProcesses(`${mark}\0`, [child.pid!]);
+      reject(new Error(`${why}; the command and everything it started were ended. Output so far:\n${output.text()}`));
+    };
+    const timer = setTimeout(() => stop(`timed out after ${seconds}s`), seconds * 1000);
+    const onAbort = () => stop("cancelled by the user");
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
+    // after the shell is done. Wait a moment for output still in the pipes, then let go. The
+    // background child runs on, until its command's time is up or the program ends.
+    child.on("exit", (code) => {
+      timer.unref(); // it still ends what the command left running, without keeping the program alive
+      signal.removeEventListener("abort", onAbort);
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        child.unref();
+        resolve({ output: output.text(), code });
+      }, 50);
+    });
+  });
+}
+
+// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
+// process that leaves the command's process group (`setsid`, a daemon). Every process a
+// command starts inherits its environment, so each command gets a mark there; at a timeout
+// the command's marked processes end, and when the program ends, all of them do. Finding a
+// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
+const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
+const THIS_RUN = randomBytes(4).toString("hex");
+const commandGroups = new Set<number>();
+let commandsRun = 0;
+const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
+process.on("exit", () => {
+  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
+});
+
+/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
+function endProcesses(mark: string, groups: Iterable<number>): void {
+  const kill = (pid: number) => {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {} // it has ended already
+  };
+  for (const group of groups) kill(-group);
+  // A few rounds: a process may start another while the first ones are being ended.
+  for (let round = 0; round < 5; round++) {
+    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
+    if (marked.length === 0) return;
+    marked.forEach(kill);
+  }
+}
+
+/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
+function markedProcesses(needle: string): number[] {
+  if (process.platform !== "linux") return [];
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .filter((pid) => {
+      try {
+        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
+      } catch {
+        return false; // gone already, or another user's
+      }
+    })
+    .map(Number);
+}
+
+/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
+class HeadAndTail {
+  private head = "";
+  private tail = "";
+  private total = 0;
+  add(text: string) {
+    this.total += text.length;
+    const roomInHead = KEEP - this.head.length;
+    if (roomInHead > 0) {
+      this.head += text.slice(0, roomInHead);
+      text = text.slice(roomInHead);
+    }
+    this.tail = (this.tail + text).slice(-KEEP);
+  }
+  text(): string {
+    const cut = this.total - this.head.length - this.tail.length;
+    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
+  }
+}
+// #endregion bash
+
+// #region sandbox
+/**
+ * Resolve a path the model gave to a place inside the workspace, or refuse it before any
+ * file is touched. `..` and absolute paths that lead out are refused, and so are symlinks
+ * whose target is outside. `~` is only a folder name here: nothing expands it to home.
+ */
+function safePath(given: string): string {
+  if (given.includes("\0")) throw new Error("the path contains a NUL byte");
+  const root = realpathSync(workspace());
+  const full = path.resolve(root, given);
+  if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
+  // The path as the file system will follow it: a link inside may point anywhere.
+  const real = followLinks(full, given);
+  if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
+  return real;
+}
+
+function isInside(root: string, target: string): boolean {
+  const relative = path.relative(root, target);
+  // `..report.md` is a fine name; only a `..` segment leaves the folder.
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
+/** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
+function followLinks(full: string, given: string): string {
+  let existing = full;
+  const missing: string[] = [];
+  while (!lexists(existing)) {
+    missing.unshift(path.basename(existing));
+    existing = path.dirname(existing);
+  }
+  try {
+    return path.join(realpathSync(existing), ...missing);
+  } catch {
+    throw new Error(`${given} goes through a symlink that points nowhere`);
+  }
+}
+
+function lexists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+// #endregion sandbox
+
+// #region read-file
+const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded
+
+const readFileTool = defineTool({
+  name: "read_file",
+  displayName: "ReadFile",
+  kind: "read",
+  description: "Read a text file in the workspace.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      limit: { type: "integer", minimum: 1, description: "Read at most this many lines." },
+    },
+    required: ["path"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.path),
+  async execute(params) {
+    const given = String(params.path);
+    const lines = readText(safePath(given), given).split("\n");
+    const limit = params.limit === undefined ? lines.length : Number(params.limit);
+    const shown = limit >= lines.length ? lines.join("\n") : `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more lines)`;
+    // The model needs the text; the person only needs to know what was read.
+    return { llmContent: shown, returnDisplay: `${given}: ${Math.min(limit, lines.length)} of ${lines.length} lines` };
+  },
+});
+
+/**
+ * A file's text, or a clear error: missing, not a regular file, too large, or binary.
+ * The file is opened first and then looked at through what was opened, so what is checked
+ * is what is read. O_NONBLOCK: opening a FIFO must not wait for a writer (it would block
+ * the whole program, timers included); a FIFO or a device is refused once it is open.
+ */
+function readText(file: string, given: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new Error(`${given} does not exist`);
+    if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
+    // A socket cannot be opened at all: say what it is rather than "no such device".
+    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
+    throw error;
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
+    if (!stat.isFile()) throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
+    if (stat.size > MAX_FILE_BYTES) {
+      throw new Error(`${given} is ${(stat.size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; look at parts of it with bash (head, grep)`);
+    }
+    // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
+    const bytes = Buffer.alloc(stat.size);
+    let length = 0;
+    while (length < bytes.length) {
+      const read = readSync(fd, bytes, length, bytes.length - length, null);
+      if (read === 0) break; // the file shrank while it was read
+      length += read;
+    }
+    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+    return bytes.subarray(0, length).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What a path is when it is not a regular file, in words. */
+function kindOf(stat: Stats): string {
+  if (stat.isFIFO()) return "a FIFO (named pipe)";
+  if (stat.isCharacterDevice()) return "a character device";
+  if (stat.isBlockDevice()) return "a block device";
+  if (stat.isSocket()) return "a socket";
+  if (stat.isSymbolicLink()) return "a symlink";
+  return "not a regular file";
+}
+// #endregion read-file
+
+// #region write-file
+const writeFileTool = defineTool({
+  name: "write_file",
+  displayName: "WriteFile",
+  kind: "edit",
+  description: "Create or overwrite a file in the workspace with the given content. Missing folders are created.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      content: { type: "string", description: "The whole new content of the file." },
+    },
+    required: ["path", "content"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.path),
+  async shouldConfirmExecute(params) {
+    const change = proposeWrite(params);
+    return { title: `${change.before === undefined ? "Create" : "Overwrite"} ${change.given}?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    const change = proposeWrite(params);
+    writeAtomically(change.file, change.after, change.given, { createFolders: true });
+    return { llmContent: `Wrote ${Buffer.byteLength(change.after)} bytes to ${change.given}`, returnDisplay: diffOf(change) };
+  },
+});
+
+/** A change to one file, before it is made: what the person approves and what is written. */
+interface FileChange {
+  given: string;
+  file: string;
+  /** The text before, or undefined for a new file. */
+  before: string | undefined;
+  after: string;
+}
+
+function proposeWrite(params: Params): FileChange {
+  const given = String(params.path);
+  const file = safePath(given);
+  const before = existsSync(file) && !statSync(file).isDirectory() ? readText(file, given) : undefined;
+  return { given, file, before, after: String(params.content) };
+}
+
+/** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
+function diffOf(change: FileChange): string {
+  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
+  return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
+}
+
+/**
+ * Replace a file's content so that a failure half-way leaves the old content whole: the new
+ * text goes to a temporary file beside it, which is then renamed over it. A careful editor
+ * also keeps what the file was. A read-only file is refused: someone made it so on purpose.
+ * The mode stays (a script stays executable). A file with other hard links, or that belongs
+ * to someone else, is written in place instead, because a rename would give it a new
+ * identity: the other links would keep the old text, and the owner would change.
+ * `root` is the folder the file must stay in: the workspace, or (s12) the home folder.
+ */
+function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean; root?: string } = {}): void {
+  const before = lstatSync(file, { throwIfNoEntry: false });
+  if (before?.isDirectory()) throw new Error(`${given} is a directory`);
+  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
+  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
+  if (before && (before.mode & 0o200) === 0) {
+    const mode = (before.mode & 0o777).toString(8);
+    throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);
+  }
+  inFolder(options.root ?? realpathSync(workspace()), path.dirname(file), given, options.createFolders ?? false, () => {
+    const name = path.basename(file);
+    if (before && (before.nlink > 1 || (process.getuid && before.uid !== process.getuid()))) return writeInPlace(name, content);
+    // A name nobody can guess, created exclusively ("wx"): an existing file or a symlink
+    // planted at that name is never reused or followed.
+    const temporary = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
+    const fd = openSync(temporary, "wx");
+    try {
+      try {
+        writeFileSync(fd, content);
+        if (before) fchmodSync(fd, before.mode & 0o7777);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temporary, name);
+    } catch (error) {
+      rmSync(temporary, { force: true });
+      throw error;
+    }
+  });
+}
+
+/** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
+function writeInPlace(name: string, content: string): void {
+  const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
+  try {
+    writeFileSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Run `work` with the process standing in `folder`, entered one step at a time from `root`
+ * (the workspace) and checked at each step. safePath checked the path a moment ago, but another
+ * process may swap a folder for a symlink since; once the process stands in a folder, the
+ * names `work` uses are looked up there and cannot be redirected. Missing folders are
+ * created one at a time, each inside the one just checked.
+ */
+function inFolder(root: string, folder: string, given: string, createFolders: boolean, work: () => void): void {
+  const home = process.cwd();
+  process.chdir(root);
+  try {
+    for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
+      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
+      process.chdir(part);
+      if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
+    }
+    work();
+  } finally {
+    process.chdir(home);
+  }
+}
+// #endregion write-file
+
+// #region edit-file
+const editFileTool = defineTool({
+  name: "edit_file",
+  displayName: "Edit",
+  kind: "edit",
+  description:
+    "Replace old_string with new_string in a file. old_string must match exactly, indentation included, and occur once: if it occurs more often, include more surrounding lines, or set replace_all.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      old_string: { type: "string", description: "The exact text to replace, as it is in the file." },
+      new_string: { type: "string", description: "The text to put in its place (must differ from old_string)." },
+      replace_all: { type: "boolean", description: "Replace every occurrence instead of requiring one (default false)." },
+    },
+    required: ["path", "old_string", "new_string"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.path),
+  async shouldConfirmExecute(params) {
+    const change = proposeEdit(params);
+    return { title: `Edit ${change.given}?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    const change = proposeEdit(params);
+    writeAtomically(change.file, change.after, change.given);
+    const count = change.count;
+    return { llmContent: `Edited ${change.given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`, returnDisplay: diffOf(change) };
+  },
+});
+
+/** The edit, worked out but not written; every refusal happens here, before anything changes. */
+function proposeEdit(params: Params): FileChange & { count: number } {
+  const given = String(params.path);
+  const oldString = String(params.old_string);
+  const newString = String(params.new_string);
+  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");
+  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");
+  const file = safePath(given);
+  const content = readText(file, given);
+  if (Buffer.byteLength(content) !== statSync(file).size) {
+    throw new Error(`${given} is not valid UTF-8, so editing it could change other bytes; nothing was changed`);
+  }
+  // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
+  const crlf = content.includes("\r\n");
+  const find = crlf ? oldString.replace(/\r?\n/g, "\r\n") : oldString;
+  const replacement = crlf ? newString.replace(/\r?\n/g, "\r\n") : newString;
+  // split() takes old_string as plain text, not a pattern, and cuts at every occurrence.
+  const pieces = content.split(find);
+  const count = pieces.length - 1;
+  if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);
+  // Two matches mean the model does not know which one it will change: ask, do not guess.
+  if (count > 1 && params.replace_all !== true) {
+    throw new Error(
+      `old_string occurs ${count} times in ${given}. Include more of the surrounding lines so it matches exactly once, ` +
+        `or set replace_all to true to change all ${count}. The file is unchanged`,
+    );
+  }
+  // join(), not String.replace: a "$&" or "$1" in new_string is inserted as typed.
+  return { given, file, before: content, after: pieces.join(replacement), count };
+}
+
+/** The usual reasons an exact match fails, so the model's next try can succeed. */
+function noMatchHint(content: string, find: string, crlf: boolean): string {
+  const withoutLastBreak = find.replace(/\r?\n$/, "");
+  if (withoutLastBreak !== find && content.endsWith(withoutLastBreak)) {
+    return "the file has no newline at its end, so drop the last line break from old_string";
+  }
+  const squeeze = (text: string) => text.replace(/[ \t]+/g, " ");
+  if (squeeze(content).includes(squeeze(find))) return "it matches when spaces and tabs are ignored, so copy the indentation and spacing exactly";
+  return `read the file and copy the text exactly: whitespace, indentation and line endings (this file uses ${crlf ? "CRLF" : "LF"})`;
+}
+// #endregion edit-file
+
+// #region skills
+// A skill is knowledge the agent may need, kept out of the context until it does: a folder
+// skills/<name>/ with a SKILL.md that starts with YAML frontmatter (name, description) and
+// goes on with instructions. The system prompt lists each name and description (a line
+// each); load_skill returns the instructions when the model decides it needs them.
+const SKILLS_FOLDER = "skills";
+// The Agent Skills format's rules for a name: what a folder and a tool argument can both be.
+const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const MAX_NAME = 64;
+const MAX_DESCRIPTION = 1024; // each one is in every request
+const MAX_INSTRUCTIONS = 20_000; // about 5,000 tokens: a skill is loaded whole, into one result
+
+/** `file` is where it is, as the model and the person read it: "skills/changelog/SKILL.md". */
+type Skill = { name: string; description: string; file: string; instructions: string };
+
+/**
+ * The skills in the workspace now, in name order, and a sentence for each SKILL.md that was
+ * skipped. Reading never throws: one bad skill must not hide the others, nor stop the agent.
+ */
+function readSkills(): { skills: Skill[]; skipped: string[] } {
+  const skills: Skill[] = [];
+  const skipped: string[] = [];
+  let folders: string[] = [];
+  try {
+    const folder = safePath(SKILLS_FOLDER); // a skills folder that is a link out of the workspace is refused
+    if (existsSync(folder) && !statSync(folder).isDirectory()) throw new Error("it is not a folder");
+    // Each folder is a skill (a link to one too); loose files and hidden folders are not.
+    if (existsSync(folder)) folders = readdirSync(folder, { withFileTypes: true }).filter((entry) => (entry.isDirectory() || entry.isSymbolicLink()) && !entry.name.startsWith(".")).map((entry) => entry.name).sort();
+  } catch (error) {
+    skipped.push(`${SKILLS_FOLDER}/: ${(error as Error).message}; no skill was read`);
+  }
+  for (const folder of folders) {
+    const file = `${SKILLS_FOLDER}/${folder}/SKILL.md`;
+    try {
+      skills.push(parseSkill(folder, file));
+    } catch (error) {
+      skipped.push(`${file}: ${(error as Error).message}`);
+    }
+  }
+  return { skills, skipped };
+}
+
+/** One skill from its SKILL.md, or an error saying what is wrong with the file. */
+function parseSkill(folder: string, file: string): Skill {
+  const real = safePath(file); // the sandbox's rules: a SKILL.md that links out of the workspace is refused
+  if (!existsSync(real)) throw new Error("there is no SKILL.md in the folder");
+  const text = readText(real, file).replace(/^\uFEFF/, "");
+  if (!/^---[ \t]*\r?\n/.test(text)) throw new Error('it has no frontmatter: the file must start with a line "---", then "name:" and "description:", then "---"');
+  // The frontmatter ends at the first line that is "---"; the instructions are the rest.
+  const parts = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
+  if (!parts) throw new Error('its frontmatter is not closed: no line "---" after it');
+  let meta: unknown;
+  try {
+    meta = YAML.parse(parts[1] ?? "");
+  } catch (error) {
+    const where = error instanceof YAML.YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line + 1} of the file)` : "";
+    throw new Error(`its frontmatter is not valid YAML${where}: ${(error as Error).message.split(" at line")[0]}`);
+  }
+  if (meta === null || typeof meta !== "object" || Array.isArray(meta)) throw new Error('its frontmatter is not a set of "key: value" lines');
+  const { name, description } = meta as Record<string, unknown>;
+  if (typeof name !== "string" || name === "") throw new Error('its "name" is missing, or is not text');
+  if (typeof description !== "string" || description.trim() === "") throw new Error('its "description" is missing, or is not text');
+  if (!SKILL_NAME.test(name) || name.length > MAX_NAME) throw new Error(`its name "${name}" is not ${MAX_NAME} characters at most of a-z, 0-9 and single hyphens`);
+  // The folder is how a skill is found, so the name must be the folder's: two files cannot
+  // claim one name, and load_skill never builds a path from what the model sent.
+  if (name !== folder) throw new Error(`its name "${name}" is not its folder's name "${folder}"; they must be the same`);
+  if (description.length > MAX_DESCRIPTION) throw new Error(`its description is ${description.length} characters; at most ${MAX_DESCRIPTION}, since every request carries it`);
+  const instructions = parts[2].trim();
+  if (instructions === "") throw new Error("it has no instructions after its frontmatter");
+  if (instructions.length > MAX_INSTRUCTIONS) {
+    throw new Error(`its instructions are ${instructions.length} characters, over the ${MAX_INSTRUCTIONS} a skill loads at once; keep SKILL.md short and put the details in other files of its folder, which it names`);
+  }
+  return { name, description: description.replace(/\s+/g, " ").trim(), file, instructions };
+}
+
+const loadSkillTool = defineTool({
+  name: "load_skill",
+  displayName: "LoadSkill",
+  // It only reads, so it never asks, plan mode allows it, and several run side by side.
+  kind: "read",
+  description: "Load a skill's instructions by its name, from the list of skills in your system prompt. Follow them for the task; paths in them are relative to the skill's folder.",
+  parameterSchema: { type: "object", properties: { name: { type: "string", description: 'The skill\'s name, as listed: "changelog".' } }, required: ["name"], additionalProperties: false },
+  getDescription: (params) => String(params.name),
+  async execute(params) {
+    // Read now, not from the session's list: the instructions on disk are the ones to follow.
+    const { skills, skipped } = readSkills();
+    const skill = skills.find((candidate) => candidate.name === params.name);
+    if (!skill) {
+      const there = skills.length > 0 ? `The skills are: ${skills.map((s) => s.name).join(", ")}.` : `There are no skills in ${SKILLS_FOLDER}/.`;
+      const broken = skipped.length > 0 ? ` Skipped, as not valid: ${skipped.join("; ")}.` : "";
+      throw new Error(`there is no skill named ${JSON.stringify(params.name)}. ${there}${broken}`);
+    }
+    return {
+      llmContent: `<skill name="${skill.name}" folder="${path.dirname(skill.file)}/">\n${skill.instructions}\n</skill>`,
+      returnDisplay: `${skill.file}: ${skill.instructions.split("\n").length} lines of instructions loaded`,
+    };
+  },
+});
+// #endregion skills
+
+// #region memory
+// Memory is a Markdown file of facts, one bullet each, under one heading: the workspace's
+// .agent/MEMORY.md, or the same path in the person's home for what holds in every project.
+// The person can read and edit it; the agent reads it at the start of each session (region
+// `knowledge`) and adds to it with save_memory.
+const MEMORY_FILE = ".agent/MEMORY.md";
+const GLOBAL_MEMORY = `~/${MEMORY_FILE}`;
+const MEMORY_HEADING = "## Saved facts";
+const MEMORY_LIMIT = 4_000; // characters of each file: the system prompt carries it whole
+const MAX_FACT = 500;
+type Scope = "workspace" | "global";
+
+/** Where a scope's memory is: the file, the name the person and the model read, the folder it must stay in. */
+function memoryPlace(scope: Scope): { file: string; given: string; root: string } {
+  if (scope === "workspace") return { file: safePath(MEMORY_FILE), given: MEMORY_FILE, root: realpathSync(workspace()) };
+  // The person's own file at a fixed place, never a path the model chose; a link is followed.
+  const home = realpathSync(os.homedir());
+  return { file: followLinks(path.join(home, MEMORY_FILE), GLOBAL_MEMORY), given: GLOBAL_MEMORY, root: home };
+}
+
+const readMemory = (place: { file: string; given: string }) => (existsSync(place.file) ? readText(place.file, place.given) : "");
+
+/** One bullet's text: one line, without the marks that would make it a heading or a list of its own. */
+const asFact = (text: string) => text.replace(/\s+/g, " ").trim().replace(/^(([-*+>#]+|\d+[.)])( |$))+/, "").trim();
+
+/** Two facts are the same when they differ only in case, spacing or a full stop at the end. */
+const factKey = (fact: string) => asFact(fact).toLowerCase().replace(/[.!]+$/, "");
+
+/** The change to a memory file; `known` is the bullet already there that says the same (then nothing changes). */
+type MemoryChange = FileChange & { before: string; root: string; known?: string };
+
+/** The memory file with the fact added as a bullet at the end of MEMORY_HEADING's section (made if missing). */
+function proposeMemory(params: Params): MemoryChange {
+  const fact = asFact(String(params.fact));
+  if (fact === "") throw new Error("the fact is empty: say in one sentence what to remember");
+  if (fact.length > MAX_FACT) throw new Error(`the fact is ${fact.length} characters; a fact is one short sentence (at most ${MAX_FACT})`);
+  const place = memoryPlace((params.scope as Scope | undefined) ?? "workspace");
+  const before = readMemory(place);
+  const lines = before === "" ? [] : before.replace(/\r?\n$/, "").split(/\r?\n/);
+  const known = lines.map((line) => /^\s*[-*+]\s+(.*)$/.exec(line)?.[1]).find((bullet) => bullet !== undefined && factKey(bullet) === factKey(fact));
+  if (known !== undefined) return { ...place, before, after: before, known };
+  let heading = lines.findIndex((line) => line.trim() === MEMORY_HEADING);
+  if (heading === -1) {
+    if (lines.length === 0) lines.push("# Memory", "", "Facts the agent keeps with save_memory, read at the start of every session. Edit freely.");
+    heading = lines.push("", MEMORY_HEADING) - 1;
+  }
+  // The section ends at the next heading; the fact goes after its last line that is not blank.
+  let end = lines.findIndex((line, i) => i > heading && /^#{1,2} /.test(line));
+  if (end === -1) end = lines.length;
+  while (end - 1 > heading && lines[end - 1].trim() === "") end -= 1;
+  lines.splice(end, 0, ...(end === heading + 1 ? ["", `- ${fact}`] : [`- ${fact}`]));
+  const eol = before.includes("\r\n") ? "\r\n" : "\n";
+  const after = `${lines.join(eol)}${eol}`;
+  if (after.length <= MEMORY_LIMIT) return { ...place, before, after };
+  throw new Error(
+    `memory is full: with this fact ${place.given} would be ${after.length} characters, over the ${MEMORY_LIMIT} that keep the system prompt small. ` +
+      `Nothing was saved. Tell the person, and ask which facts to remove (they can edit ${place.given}); meanwhile the fact stays in this conversation only`,
+  );
+}
+
+const saveMemoryTool = defineTool({
+  name: "save_memory",
+  displayName: "SaveMemory",
+  // It writes a file that every later session reads as part of its system prompt: the person
+  // sees the change and agrees, as for any edit (and plan mode refuses it).
+  kind: "edit",
+  description:
+    `Keep one short fact for later sessions: it is added as a bullet to ${MEMORY_FILE} in the workspace, which is read into your system prompt at the start of each session. ` +
+    `Use scope "global" (${GLOBAL_MEMORY}, read in every workspace) only when the person asks for it. A fact already kept is not added twice; memory holds at most ${MEMORY_LIMIT} characters per file.`,
+  parameterSchema: {
+    type: "object",
+    properties: {
+      fact: { type: "string", description: "One self-contained sentence: what to remember, and why if it helps." },
+      scope: { type: "string", enum: ["workspace", "global"], description: 'Where to keep it: "workspace" (default) or "global" (the person\'s home, every project).' },
+    },
+    required: ["fact"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${asFact(String(params.fact))}${params.scope === "global" ? ` (into ${GLOBAL_MEMORY})` : ""}`,
+  async shouldConfirmExecute(params) {
+    const change = proposeMemory(params);
+    return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    // Worked out again from the file as it is now: a save just before this one is kept.
+    const change = proposeMemory(params);
+    const already = `Already in memory (${change.given}): "- ${change.known}". Nothing was added.`;
+    if (change.known !== undefined) return { llmContent: already, returnDisplay: already };
+    try {
+      writeAtomically(change.file, change.after, change.given, { createFolders: true, root: change.root });
+    } catch (error) {
+      throw new Error(`the fact was not saved: ${(error as Error).message}`);
+    }
+    const saved = `Saved to ${change.given}: "- ${asFact(String(params.fact))}". It is in your system prompt from the next session on (in this one, you know it already).`;
+    return { llmContent: saved, returnDisplay: diffOf(change) };
+  },
+});
+// #endregion memory
+
+// #region knowledge
+// What the session starts knowing: the skills' list and the memory, read at the first request
+// of a session and kept for all of it. Read when the stage loads, it would read the folder the
+// program was started in before a replay or a test has made its workspace; read at every
+// request, the system prompt would change in the middle of a conversation, which breaks the
+// prompt cache and moves the ground under the model (a fact saved now is in the
+// conversation already). A session is one workspace: the program never changes folder, while
+// each test and each replay has its own, so a new folder means a new session.
+let session: { workspace: string; text: string } | undefined;
+
+function knowledge(): string {
+  if (session?.workspace !== workspace()) session = { workspace: workspace(), text: readKnowledge() };
+  return session.text;
+}
+
+function readKnowledge(): string {
+  const { skills, skipped } = readSkills();
+  for (const problem of skipped) console.log(dim(`[skills] skipped ${problem}`));
+  const list = skills.map((skill) => `- ${skill.name}: ${skill.description}`).join("\n") || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
+  const memory = (["global", "workspace"] as const).map(memoryText).filter(Boolean).join("\n") || "(none saved yet)";
+  return `\n\nSkills (load_skill gives the instructions):\n${list}\n\nMemory, facts kept with save_memory in earlier sessions:\n${memory}`;
+}
+
+/** A memory file for the prompt, at most MEMORY_LIMIT characters of it; a problem is a warning, not a stop. */
+function memoryText(scope: Scope): string {
+  const given = scope === "global" ? GLOBAL_MEMORY : MEMORY_FILE;
+  try {
+    let text = readMemory(memoryPlace(scope)).trim();
+    if (text.length > MEMORY_LIMIT) {
+      console.log(dim(`[memory] ${given} has ${text.length} characters; only the first ${MEMORY_LIMIT} are read`));
+      text = `${text.slice(0, MEMORY_LIMIT)}\n[... cut: ${text.length - MEMORY_LIMIT} more characters in the file]`;
+    }
+    return text && `<memory file="${given}">\n${text}\n</memory>`;
+  } catch (error) {
+    console.log(dim(`[memory] ${given} was not read: ${(error as Error).message}`));
+    return "";
+  }
+}
+
+/** A new session: the offline replay calls this before its first prompt. */
+export function prepareReplay(): void {
+  session = undefined;
+}
+// #endregion knowledge
+
+// #region tools
+for (const tool of [bashTool, readFileTool, writeFileTool, editFileTool, loadSkillTool, saveMemoryTool]) registry.registerTool(tool);
+/** What the model sees, from the registry. */
+export const TOOLS: Tool[] = registry.getFunctionDeclarations();
+// #endregion tools
+
+// #region approval
+// Tools the person allowed for the rest of the session ("a: yes, and do not ask again").
+const alwaysAllowed = new Set<string>();
+const ANSWER_KEYS = "y: yes   a: yes, and do not ask again this session   n: no   or type what to do instead";
+
+// `shown`: what the person saw and approved, so it is not printed a second time.
+type Verdict = { run: true; shown?: string } | { run: false; why: string };
+
+/** Step 6: the tool says what it would do; the approval mode says whether a person must agree. */
+async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Promise<Verdict> {
+  if (APPROVAL_MODE === "plan" && tool.kind !== "read") {
+    return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
+  }
+  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };
+  const confirmation = await tool.shouldConfirmExecute(params, signal);
+  if (!confirmation) return { run: true };
+  const person = terminal();
+  // Waiting for someone who is not there would hang the agent, and going ahead would be a
+  // silent yes: refuse at once and say why.
+  if (!person.hasPerson) {
+    return { run: false, why: `Not run: ${tool.name} needs a person's approval (approval mode ${APPROVAL_MODE}) and no one is at the terminal.` };
+  }
+  console.log(`\n${confirmation.title}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
+  while (true) {
+    const line = await person.ask("allow? ", { fresh: true });
+    if (line === null) return { run: false, why: "Not run: the person gave no answer (Ctrl-C or end of input)." };
+    const answer = line.trim();
+    if (/^(y|yes)$/i.test(answer)) return { run: true, shown: confirmation.details };
+    if (/^(a|always)$/i.test(answer)) {
+      alwaysAllowed.add(tool.name);
+      return { run: true, shown: confirmation.details };
+    }
+    if (/^(n|no)$/i.test(answer)) return { run: false, why: "Not run: the person said no." };
+    if (answer !== "") return { run: false, why: `Not run: the person said no, and said: ${JSON.stringify(answer)}` };
+  }
+}
+
+/** Reading never asks. default asks before edits and commands; auto-edit only before commands. */
+function mustAsk(tool: AgentTool): boolean {
+  if (tool.kind === "read" || APPROVAL_MODE === "yolo") return false;
+  if (APPROVAL_MODE === "auto-edit") return tool.kind === "execute";
+  return true;
+}
+// #endregion approval
+
+// #region run-tool
+/**
+ * The calls of one reply. Calls that only read, side by side, run at the same time: reading
+ * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
+ * the one before. The results go back in call order, each with its call's id.
+ */
+async function runTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]> {
+  const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use");
+  const results: ToolResultBlockParam[] = [];
+  for (const batch of batches(calls)) results.push(...(await Promise.all(batch.map(runTool))));
+  return results;
+}
+
+/** Consecutive read-kind calls go in one batch; every other call is a batch of its own. */
+function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
+  const isRead = (call: ToolUseBlock) => registry.getTool(call.name)?.kind === "read";
+  const batches: ToolUseBlock[][] = [];
+  for (const call of calls) {
+    const last = batches.at(-1);
+    if (last && isRead(call) && last.every(isRead)) last.push(call);
+    else batches.push([call]);
+  }
+  return batches;
+}
+
+/** One call through the nine steps. Never throws: every failure is a result the model can act on. */
+export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
+  // 1-2. The model asked for a tool by name; the loop hands the call over.
+  const failed = (message: string): ToolResultBlockParam => {
+    console.log(dim(indent(clip(message, 2000, "head"))));
+    return { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(message, MAX_OUTPUT) };
+  };
+  // 3. Look the tool up.
+  const tool = registry.getTool(call.name);
+  if (!tool) console.log(dim(`> ${call.name}`));
+  if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
+  // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
+  const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
+  const problem = tool.validateToolParams(params);
+  if (problem) {
+    console.log(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    return failed(`Error: ${call.name} was not run: ${problem}.`);
+  }
+  // 5. Describe, in one line, what is about to happen.
+  console.log(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  const controller = new AbortController();
+  try {
+    // 6. Confirm: the approval mode, and the person when the mode asks for one.
+    const verdict = await approve(tool, params, controller.signal);
+    if (!verdict.run) return failed(verdict.why);
+    // 7. Execute, with a signal: Ctrl-C cancels this tool, not the agent.
+    const result = await cancellable(() => controller.abort(), () => tool.execute(params, controller.signal));
+    // 8. llmContent goes to the model...
+    const toModel: ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: clip(result.llmContent, MAX_OUTPUT) };
+    // 9. ...and returnDisplay to the person (unless they have just seen it, approving it).
+    if (result.returnDisplay !== verdict.shown) console.log(dim(indent(firstLines(result.returnDisplay, 12))));
+    return toModel;
+  } catch (error) {
+    // Errors go back as is_error, so the model knows the call failed and why.
+    if (controller.signal.aborted) return failed("Error: cancelled by the user (Ctrl-C); the tool was stopped.");
+    return failed(`Error: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * Text cut to at most about `max` characters, with a note of what was cut: the head and the
+ * tail when the end matters (a command's output often ends with its error), or the head.
+ */
+function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
+  if (text.length <= max) return text;
+  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
+  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
+  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
+}
+
+// What is kept at each end of a long output; the rest of MAX_OUTPUT is room for the marker.
+const KEEP = (MAX_OUTPUT - 100) / 2;
+const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
+
+/** The first lines of a display, each kept short, and how many more there were. */
+function firstLines(text: string, count: number): string {
+  const lines = text.trimEnd().split("\n");
+  const shown = lines.slice(0, count).map((line) => clip(line, 200, "head"));
+  return lines.length > count ? [...shown, `… (${lines.length - count} more lines)`].join("\n") : shown.join("\n");
+}
+
+const indent = (text: string) => text.replace(/^/gm, "  ");
+const colour = (code: number) => (text: string) => (process.stdout.isTTY ? `\x1b[${code}m${text}\x1b[0m` : text);
+const dim = colour(2);
+const green = colour(32);
+const red = colour(31);
+// #endregion run-tool
+
+// #region agent-loop
+export async function agentLoop(messages: MessageParam[]): Promise<void> {
+  while (true) {
+    const response = await client.messages.create({
+      model: MODEL,
+      max_tokens: MAX_TOKENS,
+      system: systemPrompt(),
+      tools: TOOLS,
+      messages,
+    });
+    messages.push({ role: "assistant", content: response.content });
+    showText(response);
+    if (response.stop_reason !== "tool_use") return endTurn(response, messages);
+
+    const results = await runTools(response.content);
+    messages.push({ role: "user", content: results });
+  }
+}
+// #endregion agent-loop
+
+// #region end-turn
+function showText(response: Message): void {
+  for (const block of response.content) if (block.type === "text") console.log(block.text);
+}
+
+/** The model stopped asking for tools. Say so when the reason is not a normal ending. */
+function endTurn(response: Message, messages: MessageParam[]): void {
+  if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
+  if (response.stop_reason !== "max_tokens") return;
+  console.log(`[the reply was cut off at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS]`);
+  // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
+  const calls = response.content.filter((block) => block.type === "tool_use");
+  if (calls.length === 0) return;
+  messages.push({
+    role: "user",
+    content: calls.map((call) => ({
+      type: "tool_result" as const,
+      tool_use_id: call.id,
+      is_error: true,
+      content: "Not run: your reply was cut off by max_tokens before this call was complete.",
+    })),
+  });
+}
+// #endregion end-turn
+
+// #region program
+const modeProblem = APPROVAL_MODE ? undefined : `the approval mode "${requestedMode}" does not exist; choose one of ${APPROVAL_MODES.join(", ")}`;
+
+export const main = (args = process.argv.slice(2)) =>
+  runAsMain({
+    stage: "s12",
+    title: "Skills and Memory",
+    agentLoop,
+    prepareReplay,
+    hasKey: API_KEY !== undefined,
+    args,
+    options: ["--approval-mode"],
+    settingsProblem: modeProblem,
+  });
+
+if (isMain(import.meta.url)) await main();
+// #endregion program
