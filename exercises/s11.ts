@@ -1,0 +1,325 @@
+// Exercise s11: context compaction. The client that the loop calls (it saves, compacts when
+// due, then sends the smaller view), the compact tool, the placeholder text (cleared), the
+// summary message and the rest of s06 are given; saveTranscript, contextFor and compact are
+// taken out. The checks read the requests the model received and the transcript on disk.
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import path from "node:path";
+import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import { loadScenario, type Scenario } from "../lib/scenario.ts";
+import { defineExercise, quote, reply, resultText, say, scenarioOf, type CheckKit } from "../lib/exercises.ts";
+
+/** A file's text, recognisable anywhere it is sent: its name's letter, 2,000 times. */
+const textOf = (letter: string) => `${letter.toUpperCase()}-START ${letter.repeat(2000)}`;
+const read = (letter: string, id = `toolu_${letter}`) => ({ id, name: "read_file", input: { path: `${letter}.txt` } });
+/** A reply whose request used `tokens` input tokens: what the threshold is compared with. */
+const used = (tokens: number, message: Message): Message => ({ ...message, usage: { input_tokens: tokens, output_tokens: 10 } }) as Message;
+/** One prompt; `summaries` of the replies answer summary requests (a side turn: no prompt of its own). */
+const oneTurn = (replies: Message[], summaries: number): Scenario => scenarioOf(replies, { prompts: ["prompt 1"], sideTurns: summaries });
+/** A scenario whose replay compacts past `threshold` tokens (the stage's prepareReplay reads it). */
+const withThreshold = (replies: Message[], summaries: number, threshold = 5000): Scenario => ({ ...oneTurn(replies, summaries), compactThreshold: threshold }) as Scenario;
+const SUMMARY = "SUMMARY-7Q: the person asked to read the files; they were read.";
+
+type Block = { type: string; id?: string; tool_use_id?: string; text?: string };
+const blocks = (message: MessageParam): Block[] => (typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as Block[]));
+const resultsOf = (request: MessageCreateParams) => (request.messages as MessageParam[]).flatMap(blocks).filter((b) => b.type === "tool_result") as ToolResultBlockParam[];
+
+async function played(t: CheckKit, scenario: Scenario) {
+  const session = await t.replay(scenario);
+  for (const error of session.turnErrors) {
+    const text = error instanceof Error ? error.message : String(error);
+    t.fail(say(`the turn ended with an error: ${text}`, `ターンがエラーで終わりました: ${text}`));
+  }
+  if (session.problems.length > 0) t.fail(say(`the session did not go as recorded: ${session.problems[0]}`, `記録どおりに進みませんでした: ${session.problems[0]}`));
+  const broken = pairProblem(session.requests);
+  if (broken) t.fail(broken);
+  return session;
+}
+
+/** What the API would refuse: roles that do not alternate, or a tool_use not answered by the very next message. */
+function pairProblem(requests: MessageCreateParams[]) {
+  for (const [n, request] of requests.entries()) {
+    const messages = request.messages as MessageParam[];
+    for (const [i, message] of messages.entries()) {
+      if (message.role !== (i % 2 === 0 ? "user" : "assistant")) {
+        return say(`request ${n + 1}: message ${i + 1} is from ${message.role}; the roles must alternate, starting with the person`, `リクエスト ${n + 1}: ${i + 1} 番目のメッセージが ${message.role} のものです。役割は人から始まり、交互でなければなりません`);
+      }
+      const asked = i > 0 ? blocks(messages[i - 1]).flatMap((b) => (b.type === "tool_use" ? [b.id] : [])) : [];
+      const answered = blocks(message).flatMap((b) => (b.type === "tool_result" ? [b.tool_use_id] : []));
+      const last = i === messages.length - 1 && message.role === "assistant";
+      if (!last && asked.join(",") !== answered.join(",")) {
+        return say(
+          `request ${n + 1}: message ${i + 1} answers [${answered.join(", ")}], but the calls just before it were [${asked.join(", ")}]: a tool_use and its tool_result were split`,
+          `リクエスト ${n + 1}: ${i + 1} 番目のメッセージが答えているのは [${answered.join(", ")}] ですが、直前の呼び出しは [${asked.join(", ")}] です。tool_use と tool_result が引き離されました`,
+        );
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The transcript files in the workspace, each as its lines parsed. */
+function transcripts(t: CheckKit): { name: string; messages: MessageParam[] }[] {
+  const folder = path.join(t.workspace, ".transcripts");
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) return [];
+  return readdirSync(folder).map((name) => {
+    const lines = readFileSync(path.join(folder, name), "utf8").split("\n").filter(Boolean);
+    try {
+      return { name, messages: lines.map((line) => JSON.parse(line) as MessageParam) };
+    } catch {
+      return t.fail(say(`.transcripts/${name} has a line that is not JSON`, `.transcripts/${name} に JSON でない行があります`));
+    }
+  });
+}
+
+function onlyTranscript(t: CheckKit) {
+  const files = transcripts(t);
+  if (files.length !== 1) {
+    t.fail(say(`.transcripts/ holds ${files.length} files (${files.map((f) => f.name).join(", ")}); one conversation, one file`, `.transcripts/ にファイルが ${files.length} 個あります(${files.map((f) => f.name).join("、")})。1つの会話には1つのファイルです`));
+  }
+  return files[0];
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+const warned = (t: CheckKit) => t.printed.some((line) => /warn|not compacted|cannot|could not|failed/i.test(line));
+
+export default defineExercise({
+  stage: "s11",
+  title: say("Context compaction", "コンテキストの圧縮"),
+  mechanism: say(
+    "saveTranscript, contextFor and compact: every message on disk first, old tool results cleared from what is sent, and a summary in place of a long conversation, with nothing changed when it cannot be made",
+    "saveTranscript、contextFor、compact: まずすべてのメッセージをディスクに残し、送るものからは古いツール結果を消し、長い会話は要約に置き換える。要約が作れないときは何も変えない",
+  ),
+  minutes: 45,
+  takeOut: [
+    {
+      function: "saveTranscript",
+      task: say(
+        "append the messages not yet saved (conversation.written onwards) and `extra`, one JSON message per line, to conversation.transcript (newTranscriptName() the first time), a path inside the workspace (safePath); move conversation.written on; on failure, warn once and return false.",
+        "まだ保存していないメッセージ(conversation.written 以降)と extra を、1行に1つの JSON として conversation.transcript に追記します(最初は newTranscriptName() で名前を決めます)。パスはワークスペースの中(safePath)です。conversation.written を進め、失敗したら警告を1回だけ出して false を返します。",
+      ),
+    },
+    {
+      function: "contextFor",
+      task: say(
+        "return what the model is sent, never changing `messages`: conversation.summary in place of messages[0 .. conversation.cut), then the messages since, with every tool result older than the last KEEP_RESULTS tool-result messages replaced by cleared(...); the roles must still alternate.",
+        "モデルに送るものを返します。messages 自体は変えません。messages[0 .. conversation.cut) の代わりに conversation.summary を置き、そのあとのメッセージを続けます。最後の KEEP_RESULTS 個のツール結果メッセージより古い結果は cleared(...) に置き換えます。役割は交互のままにします。",
+      ),
+    },
+    {
+      function: "compact",
+      task: say(
+        "save the transcript first (if it fails: a warning, return false); ask the model for a summary (SUMMARY_REQUEST, the focus, no tool may be called) of contextFor(...); a failed request, a reply cut off or an empty one: a warning, return false, nothing changed; otherwise save summaryMessage(...) to the transcript and set conversation.cut, summary and contextTokens.",
+        "まずトランスクリプトを保存します(失敗したら警告を出して false)。contextFor(...) の要約をモデルに頼みます(SUMMARY_REQUEST と focus、ツールは呼ばせない)。リクエストの失敗、途切れた応答、空の応答は警告を出して false を返し、何も変えません。うまくいったら summaryMessage(...) をトランスクリプトに保存し、conversation の cut、summary、contextTokens を設定します。",
+      ),
+    },
+  ],
+  requirements: [
+    {
+      id: "transcript",
+      title: say(
+        "Every message sent is on disk: one file under .transcripts/, one JSON message per line, each message once and in order, across turns",
+        "送ったメッセージはすべてディスクにある。.transcripts/ の下に1ファイル、1行に1つの JSON メッセージ。ターンをまたいでも、どのメッセージも1回ずつ、順番どおり",
+      ),
+      hints: [
+        say("Before a request goes out, which of its messages are not on disk yet?", "リクエストを送る前に、その中のどのメッセージがまだディスクにないでしょう。"),
+        say(
+          "The conversation remembers how many messages are written. Append only messages.slice(written), one JSON.stringify per line, with appendFileSync, then move written to messages.length. The name is chosen once, the first time.",
+          "会話は、何件書いたかを覚えています。messages.slice(written) だけを1行に1つの JSON.stringify で appendFileSync し、written を messages.length に進めます。名前は最初の1回だけ決めます。",
+        ),
+        say(
+          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); mkdirSync(path.dirname(file), { recursive: true }); appendFileSync(file, lines); conversation.written = messages.length;",
+          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); mkdirSync(path.dirname(file), { recursive: true }); appendFileSync(file, lines); conversation.written = messages.length;",
+        ),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        const { messages } = await played(t, scenarioOf([reply.tools([read("a")]), reply.text("one"), reply.text("two")]));
+        const transcript = onlyTranscript(t);
+        if (!transcript.name.endsWith(".jsonl")) t.fail(say(`the transcript is .transcripts/${transcript.name}, not a .jsonl file`, `トランスクリプトが .transcripts/${transcript.name} で、.jsonl ファイルではありません`));
+        // Every request carried the conversation up to it: the last reply is the only message no request carried.
+        const sent = messages.slice(0, -1);
+        if (!same(transcript.messages, sent)) {
+          t.fail(
+            say(`the transcript holds ${transcript.messages.length} messages; the ${sent.length} sent, each once and in order, were expected`, `トランスクリプトには ${transcript.messages.length} 件のメッセージがあります。送った ${sent.length} 件が1回ずつ順番どおりに入っているはずです`),
+            say(`the roles ${quote(sent.map((m) => m.role))}`, `役割 ${quote(sent.map((m) => m.role))}`),
+          );
+        }
+      },
+    },
+    {
+      id: "micro",
+      title: say(
+        "In what is sent, tool results older than the last three tool-result messages become a short placeholder naming the tool and its input; a message of parallel results counts once; the loop's own messages keep every result whole",
+        "送るものの中で、最後の3つのツール結果メッセージより古い結果は、ツールとその入力を名指しする短いプレースホルダーになる。並列の結果のメッセージは1つと数える。ループ自身の messages ではどの結果も元のまま",
+      ),
+      hints: [
+        say("An old read_file result is still sent with every request. Does the model need all of it, and how could it get it back?", "古い read_file の結果は、リクエストのたびに送られ続けます。モデルにその全部が必要でしょうか。必要になったら、どう取り戻せるでしょう。"),
+        say(
+          "Build a new array from messages.slice(conversation.cut): find the indexes of the messages holding tool results, and for all but the last KEEP_RESULTS of them, map each tool_result block to cleared(block, its tool_use, the transcript). Never change the blocks in place.",
+          "messages.slice(conversation.cut) から新しい配列を作ります。ツール結果を持つメッセージの位置を集め、最後の KEEP_RESULTS 個を除くそれぞれで、tool_result ブロックを cleared(block, 対応する tool_use, トランスクリプト) に置き換えます。ブロックをその場で書き換えてはいけません。",
+        ),
+        say(
+          "const withResults = kept.flatMap((m, i) => (blocksOf(m).some((b) => b.type === \"tool_result\") ? [i] : [])); const old = new Set(withResults.slice(0, -KEEP_RESULTS)); kept.map((m, i) => (old.has(i) ? { role: \"user\", content: blocksOf(m).map(...) } : m));",
+          "const withResults = kept.flatMap((m, i) => (blocksOf(m).some((b) => b.type === \"tool_result\") ? [i] : [])); const old = new Set(withResults.slice(0, -KEEP_RESULTS)); kept.map((m, i) => (old.has(i) ? { role: \"user\", content: blocksOf(m).map(...) } : m));",
+        ),
+      ],
+      async check(t) {
+        for (const letter of "abcde") t.write(`${letter}.txt`, textOf(letter));
+        const { requests, messages } = await played(
+          t,
+          scenarioOf([reply.tools([read("a"), read("b")]), reply.tools([read("c")]), reply.tools([read("d")]), reply.tools([read("e")]), reply.text("done")]),
+        );
+        // Request 4 carries three result messages ([a, b], c, d): all whole.
+        const fourth = resultsOf(requests[3]);
+        const cut = fourth.filter((result, i) => resultText(result) !== textOf("abcd"[i]));
+        if (cut.length > 0) {
+          t.fail(say(`with three tool-result messages ([a, b], c, d) ${cut.map((r) => r.tool_use_id).join(", ")} was already cleared: a message of parallel results counts once`, `ツール結果メッセージが3つ([a, b]、c、d)のときに、${cut.map((r) => r.tool_use_id).join("、")} がもう消されていました。並列の結果のメッセージは1つと数えます`));
+        }
+        const last = resultsOf(requests[4]);
+        if (last.map((r) => r.tool_use_id).join(",") !== "toolu_a,toolu_b,toolu_c,toolu_d,toolu_e") {
+          t.fail(say(`the last request answers [${last.map((r) => r.tool_use_id).join(", ")}]: every call keeps its result, with its id`, `最後のリクエストが答えているのは [${last.map((r) => r.tool_use_id).join(", ")}] です。どの呼び出しにも、その id の結果が残るはずです`));
+        }
+        for (const [i, letter] of ["a", "b"].entries()) {
+          const text = resultText(last[i]);
+          if (text.includes(letter.repeat(100)) || text.length > 500 || !text.includes("read_file") || !text.includes(`${letter}.txt`)) {
+            t.fail(say(`the old result of ${letter}.txt was sent as ${quote(text.slice(0, 200))}: a short placeholder naming read_file and ${letter}.txt was expected`, `${letter}.txt の古い結果が ${quote(text.slice(0, 200))} として送られました。read_file と ${letter}.txt を名指しする短いプレースホルダーのはずです`));
+          }
+        }
+        for (const [i, letter] of ["c", "d", "e"].entries()) {
+          if (resultText(last[i + 2]) !== textOf(letter)) t.fail(say(`the result of ${letter}.txt, one of the last three, was not sent whole`, `最後の3つに入る ${letter}.txt の結果が、元のまま送られていません`));
+        }
+        const kept = messages.flatMap(blocks).filter((b) => b.type === "tool_result") as ToolResultBlockParam[];
+        if (kept.map(resultText).join() !== [..."abcde"].map(textOf).join()) {
+          t.fail(say("the loop's own messages lost a result: only what is sent may be cleared, the conversation is the record", "ループ自身の messages から結果が消えました。消してよいのは送るものだけで、会話そのものは記録です"));
+        }
+      },
+    },
+    {
+      id: "auto",
+      title: say(
+        "Past COMPACT_THRESHOLD (not at it), the model is asked for a summary of the conversation, and the next request carries the summary in its place, with the latest request",
+        "COMPACT_THRESHOLD を超えると(ちょうどでは起きない)、モデルに会話の要約を頼み、次のリクエストは会話の代わりにその要約と最新の依頼を運ぶ",
+      ),
+      hints: [
+        say("The conversation has grown past the threshold. What could stand in for it, and who can write that?", "会話がしきい値を超えました。会話の代わりになるものは何で、それを書けるのは誰でしょう。"),
+        say(
+          "Send the model contextFor(...) with SUMMARY_REQUEST added to the last user message (withText) and tool_choice none. Take its text as the summary; then conversation.cut = messages.length and conversation.summary = summaryMessage(...): contextFor sends the summary from then on.",
+          "contextFor(...) の最後のユーザーメッセージに SUMMARY_REQUEST を足して(withText)、tool_choice を none にしてモデルに送ります。返ってきたテキストが要約です。そのあと conversation.cut = messages.length、conversation.summary = summaryMessage(...) とすれば、それ以降 contextFor が要約を送ります。",
+        ),
+        say(
+          "const reply = await provider.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: \"none\" }, messages: withText(contextFor(conversation, messages), SUMMARY_REQUEST) });",
+          "const reply = await provider.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: \"none\" }, messages: withText(contextFor(conversation, messages), SUMMARY_REQUEST) });",
+        ),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        t.write("b.txt", textOf("b"));
+        // 5000 tokens is the threshold: at it, nothing; one over, a summary before the next request.
+        const { requests, messages } = await played(t, withThreshold([used(5000, reply.tools([read("a")])), used(5001, reply.tools([read("b")])), reply.text(SUMMARY), reply.text("done")], 1));
+        const summaryRequest = JSON.stringify(requests[2].messages);
+        if (!summaryRequest.includes(textOf("b"))) t.fail(say("the summary was not asked for with the conversation, b.txt's result included", "要約を頼むリクエストに、b.txt の結果を含む会話が入っていません"));
+        const after = requests[3].messages as MessageParam[];
+        const sent = JSON.stringify(after);
+        if (!sent.includes("SUMMARY-7Q")) t.fail(say(`the request after the summary does not carry it: ${quote(sent.slice(0, 300))}`, `要約のあとのリクエストに要約が入っていません: ${quote(sent.slice(0, 300))}`));
+        if (sent.includes("A-START") || sent.includes("B-START") || after.length >= messages.length - 1) {
+          t.fail(say(`the request after the summary still carries the conversation it replaced (${after.length} messages)`, `要約のあとのリクエストに、要約が置き換えたはずの会話が残っています(${after.length} 件)`));
+        }
+        if (!sent.includes("prompt 1")) t.fail(say("the request after the summary lost the person's request, which the work must carry on with", "要約のあとのリクエストから、作業を続けるのに必要な人の依頼が消えています"));
+        const transcript = onlyTranscript(t);
+        if (!JSON.stringify(transcript.messages).includes("B-START")) t.fail(say("the transcript lost the messages the summary replaced", "要約に置き換えた会話が、トランスクリプトから失われています"));
+      },
+    },
+    {
+      id: "asked",
+      title: say(
+        "When the model calls compact, the summary is made before its next request, with the focus it gave, and from a conversation where the compact call has its result: no pair is split",
+        "モデルが compact を呼ぶと、次のリクエストの前に要約が作られる。渡された focus を含み、compact の呼び出しに結果がそろった会話から作るので、組は引き離されない",
+      ),
+      hints: [
+        say("The compact tool only notes that it was asked; who acts on that, and when?", "compact ツールは頼まれたことを記録するだけです。それに応えるのは誰で、いつでしょう。"),
+        say(
+          "The client calls compact(messages, why, focus) before the next request, when every call of the reply has its result. Put the focus into the instruction, after SUMMARY_REQUEST.",
+          "クライアントは次のリクエストの前、応答のすべての呼び出しに結果がそろったところで compact(messages, why, focus) を呼びます。focus は SUMMARY_REQUEST のあとに指示として入れます。",
+        ),
+        say("const instruction = focus ? `${SUMMARY_REQUEST} Keep in particular: ${focus}` : SUMMARY_REQUEST;", "const instruction = focus ? `${SUMMARY_REQUEST} Keep in particular: ${focus}` : SUMMARY_REQUEST;"),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        const { requests } = await played(
+          t,
+          oneTurn([reply.tools([read("a"), { id: "toolu_compact", name: "compact", input: { focus: "the FOCUS-9 names" } }]), reply.text(SUMMARY), reply.text("done")], 1),
+        );
+        const summaryRequest = requests[1];
+        const answered = resultsOf(summaryRequest).map((r) => r.tool_use_id);
+        if (!answered.includes("toolu_compact") || !answered.includes("toolu_a")) {
+          t.fail(say(`the summary was asked for from a conversation whose last calls are answered [${answered.join(", ")}], not [toolu_a, toolu_compact]`, `要約を頼んだ会話で、最後の呼び出しへの答えが [${answered.join(", ")}] で、[toolu_a, toolu_compact] ではありません`));
+        }
+        if (!JSON.stringify(summaryRequest.messages).includes("FOCUS-9")) t.fail(say("the focus the model gave was not in the summary request", "モデルが渡した focus が、要約のリクエストに入っていません"));
+        const after = JSON.stringify(requests[2].messages);
+        if (!after.includes("SUMMARY-7Q") || after.includes("A-START")) t.fail(say(`the request after the compact call does not carry the summary in place of the conversation: ${quote(after.slice(0, 300))}`, `compact 呼び出しのあとのリクエストが、会話の代わりに要約を運んでいません: ${quote(after.slice(0, 300))}`));
+      },
+    },
+    {
+      id: "nothing-lost",
+      title: say(
+        "When the summary cannot be made (a reply cut off) or the transcript cannot be written, nothing is compacted: a warning, and the next request carries the whole conversation",
+        "要約が作れない(応答が途切れた)ときや、トランスクリプトが書けないときは、何も圧縮しない。警告を出し、次のリクエストは会話をそのまま運ぶ",
+      ),
+      hints: [
+        say("A summary cut off in the middle, or messages that are nowhere on disk: which is worse, a long context or a lost one?", "途中で途切れた要約や、ディスクのどこにもないメッセージ。長いコンテキストと失われたコンテキストでは、どちらが困るでしょう。"),
+        say(
+          "In compact, save the transcript before anything else and stop when that fails. After the summary request, a stop_reason other than end_turn or an empty text is a failure too. On every failure, print a warning and return false before changing the conversation.",
+          "compact では何よりも先にトランスクリプトを保存し、失敗したらそこで止めます。要約のリクエストのあと、stop_reason が end_turn でない応答や空のテキストも失敗です。どの失敗でも、会話を変える前に警告を出して false を返します。",
+        ),
+        say(
+          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { console.log(`[warning] not compacted: ${error.message}`); return false; }",
+          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { console.log(`[warning] not compacted: ${error.message}`); return false; }",
+        ),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        const cut = await played(t, withThreshold([used(6000, reply.tools([read("a")])), reply.text("SUMMARY that stops in the mid", "max_tokens"), reply.text("done")], 1));
+        const sent = cut.requests[2].messages as MessageParam[];
+        if (sent.length !== 3 || !JSON.stringify(sent).includes("A-START") || JSON.stringify(sent).includes("stops in the mid")) {
+          t.fail(say(`after a summary cut off by max_tokens, the next request carries ${sent.length} messages, not the whole conversation of 3`, `max_tokens で途切れた要約のあと、次のリクエストのメッセージは ${sent.length} 件で、3件の会話そのままではありません`));
+        }
+        if (!warned(t)) t.fail(say("the summary failed and no warning was printed", "要約に失敗したのに、警告が表示されていません"));
+        const printedBefore = t.printed.length;
+
+        // .transcripts is a file: nothing can be saved, so no summary may be asked for.
+        rmSync(path.join(t.workspace, ".transcripts"), { recursive: true, force: true });
+        t.write(".transcripts", "a file where the folder should be");
+        const blocked = await played(t, withThreshold([used(6000, reply.tools([read("a")])), reply.text("done")], 0));
+        if (blocked.requests.length !== 2 || (blocked.requests[1].messages as MessageParam[]).length !== 3) {
+          t.fail(say("with .transcripts unwritable, the conversation was compacted anyway: its messages would be lost", ".transcripts に書けないのに会話が圧縮されました。メッセージが失われてしまいます"));
+        }
+        if (!t.printed.slice(printedBefore).some((line) => /warn|not compacted|cannot|could not|failed/i.test(line))) {
+          t.fail(say("the transcript could not be written and no warning was printed", "トランスクリプトが書けないのに、警告が表示されていません"));
+        }
+      },
+    },
+    {
+      id: "demo",
+      title: say(
+        "The stage's demo replays through your code: it compacts once, after the fix, and goes on from the summary to a sorted report, every message in the transcript",
+        "ステージのデモがあなたのコードで再生できる。修正のあとで1回圧縮し、要約から作業を続けて並べ替えたレポートまで進み、すべてのメッセージがトランスクリプトに残る",
+      ),
+      hints: [
+        say("Run npx tsx workshop/s11.ts and read what the replay says.", "npx tsx workshop/s11.ts を実行して、再生が何と言うかを読んでください。"),
+        say(
+          "The demo's threshold is 3,200 tokens: one summary request comes right after the edit, and every request after it starts with the summary. Each of those steps goes through your saveTranscript, contextFor and compact.",
+          "デモのしきい値は 3,200 トークンです。編集の直後に要約のリクエストが1回あり、そのあとのリクエストはすべて要約から始まります。どのステップもあなたの saveTranscript、contextFor、compact を通ります。",
+        ),
+        say("Every check above passing is most of the way; the replay then names the first request that differs from the recording.", "ここまでのチェックが通れば、ほとんど終わっています。あとは再生が、記録と違う最初のリクエストを教えてくれます。"),
+      ],
+      async check(t) {
+        const { messages } = await played(t, loadScenario("s11"));
+        const report = t.read("src/report.js") ?? "";
+        if (!report.includes("item.quantity < item.min") || !report.includes(".sort(")) t.fail(say(`src/report.js is not the demo's: ${quote(report.slice(0, 300))}`, `src/report.js がデモのものになっていません: ${quote(report.slice(0, 300))}`));
+        const transcript = JSON.stringify(onlyTranscript(t).messages);
+        const missing = messages.slice(0, -1).flatMap(blocks).find((b) => b.type === "tool_use" && !transcript.includes(b.id!));
+        if (missing) t.fail(say(`the transcript lost the call ${missing.id}`, `トランスクリプトから呼び出し ${missing.id} が失われています`));
+      },
+    },
+  ],
+});

@@ -1,0 +1,404 @@
+// The workshop exercises (exercises/, lib/exercises.ts, scripts/exercise.ts, scripts/verify.ts).
+// What must hold for every exercise, now and for each one a later stage adds:
+// - its starter is made from the stage file as it is today, takes out only what it names,
+//   parses and loads, and fails every check, naming what is missing;
+// - the stage file (the reference) passes every check, and so does the starter with the
+//   stage's code put back;
+// - the checks test behaviour: a plausible wrong implementation fails the check for what it
+//   gets wrong, and a different but correct one passes.
+// The full three-way run in a child process per copy (starter fails, solution passes, stage
+// passes), and the type check of every starter, are CI's (npm run verify:all in .ci/run):
+// too slow for the suite's budget. What this file checks is what verify:all relies on.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import ts from "typescript";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { regionsOf } from "../.vitepress/source.ts";
+import {
+  defineExercise,
+  exerciseIds,
+  loadExercise,
+  notWrittenMessage,
+  runChecks,
+  say,
+  solvedCopy,
+  stageFileOf,
+  starterOf,
+  takenOutNames,
+  WORKSHOP_DIR,
+  type CheckResult,
+  type Exercise,
+  type StageModule,
+} from "../lib/exercises.ts";
+import { CAPSTONE, existingStages, REPO_ROOT } from "../lib/stages.ts";
+import { main as exerciseMain } from "../scripts/exercise.ts";
+import { hintLevel, main as verifyMain, parseOptions, reportEnd, starterProblems } from "../scripts/verify.ts";
+
+const ids = exerciseIds();
+const exercises = new Map<string, Exercise>();
+for (const id of ids) exercises.set(id, await loadExercise(id));
+const stageText = (exercise: Exercise) => readFileSync(stageFileOf(exercise), "utf8");
+
+// ---------------------------------------------------------------------------------------
+// A folder outside the repository where copies import as they would from workshop/
+
+const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-exercises-")));
+const copies = path.join(root, "workshop");
+mkdirSync(copies);
+writeFileSync(path.join(root, "package.json"), '{ "type": "module" }\n');
+symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(root, "node_modules"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+// This file loads many copies of the stages (starters, references, variants), and a stage
+// may add a process "exit" handler when it loads: more than Node's default of ten is expected.
+process.setMaxListeners(100);
+
+let written = 0;
+/** Write `text` as a module in the copies folder and import it. */
+async function load(text: string, name: string): Promise<StageModule> {
+  const file = path.join(copies, `${name}-${++written}.ts`);
+  writeFileSync(file, text);
+  return (await import(pathToFileURL(file).href)) as StageModule;
+}
+
+const starters = new Map<string, Promise<string>>();
+/** The exercise's starter for a copy in `dir` (made once per test run: parsing a stage takes a while). */
+function starter(exercise: Exercise, dir = copies): Promise<string> {
+  const key = `${exercise.stage} ${dir}`;
+  if (!starters.has(key)) starters.set(key, starterOf(exercise, stageText(exercise), { destDir: dir }));
+  return starters.get(key)!;
+}
+
+/** The stage file with one change (a test's wrong or different implementation), loaded from the copies folder. */
+async function stageWith(exercise: Exercise, change: (text: string) => string): Promise<StageModule> {
+  const text = stageText(exercise);
+  const changed = change(text);
+  expect(changed, "the change to the stage must apply").not.toBe(text);
+  const lib = path.relative(copies, path.join(REPO_ROOT, "lib"));
+  return load(changed.replaceAll('from "../lib/', `from "${lib}/`), `${exercise.stage}-changed`);
+}
+
+const statuses = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r.status]));
+
+function only(exercise: Exercise, ...keep: string[]): Exercise {
+  return { ...exercise, requirements: exercise.requirements.filter((r) => keep.includes(r.id)) };
+}
+
+// ---------------------------------------------------------------------------------------
+
+describe("the exercises", () => {
+  it("give every stage file an exercise, and every exercise a stage file", () => {
+    // The capstone has none: it brings no new mechanism, and each stage's exercise is one of its parts.
+    const stages = [...existingStages().keys()].filter((stage) => stage !== CAPSTONE.id);
+    const withoutExercise = stages.filter((stage) => !ids.includes(stage));
+    expect(withoutExercise, "stages with no exercises/<stage>.ts: each stage brings its exercise (exercises/README.md)").toEqual([]);
+    for (const exercise of exercises.values()) expect(existsSync(stageFileOf(exercise)), `exercise ${exercise.stage}'s stage file`).toBe(true);
+  });
+
+  it.each(ids)("%s has a page in English and Japanese with a section for each requirement", (id) => {
+    for (const page of [`docs/exercises/${id}.md`, `docs/ja/exercises/${id}.md`]) {
+      const file = path.join(REPO_ROOT, page);
+      expect(existsSync(file), `${page} is missing`).toBe(true);
+      const sections = [...readFileSync(file, "utf8").matchAll(/\{#([\w-]+)\}\s*$/gm)].map((m) => m[1]);
+      for (const requirement of exercises.get(id)!.requirements) expect(sections, `${page}`).toContain(requirement.id);
+    }
+  });
+
+  it("refuses an exercise written wrongly, naming it", () => {
+    const base = exercises.get(ids[0])!;
+    const twice = [base.requirements[0], base.requirements[0]];
+    expect(() => defineExercise({ ...base, requirements: twice })).toThrow(`exercises/${base.stage}.ts: requirement id "${twice[0].id}" is used twice`);
+    expect(() => defineExercise({ ...base, takeOut: [] })).toThrow(/takeOut is empty/);
+    const twoHints = { ...base.requirements[0], hints: base.requirements[0].hints.slice(0, 2) as never };
+    expect(() => defineExercise({ ...base, requirements: [twoHints] })).toThrow(/needs exactly three hints/);
+  });
+});
+
+describe.each(ids)("the %s starter", (id) => {
+  const exercise = exercises.get(id)!;
+
+  it("is the stage file with only the named parts taken out, each marked TODO; it parses, uses nothing it took out, and gives back the stage when solved", async () => {
+    const stage = stageText(exercise);
+    const text = await starter(exercise, path.dirname(stageFileOf(exercise)));
+    const parsed = ts.transpileModule(text, { reportDiagnostics: true, compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } });
+    expect(parsed.diagnostics?.map((d) => ts.flattenDiagnosticMessageText(d.messageText, " "))).toEqual([]);
+    // Every region that holds nothing taken out is the stage's, byte for byte.
+    const names = takenOutNames(exercise);
+    const [before, after] = [regionsOf(stage), regionsOf(text)];
+    expect([...after.keys()]).toEqual([...before.keys()]);
+    for (const [name, body] of before) {
+      const touched = names.some((n) => new RegExp(`\\b${n.split(".").at(-1)}\\b`).test(body));
+      if (!touched) expect(after.get(name), `region ${name}`).toBe(body);
+    }
+    for (const part of exercise.takeOut) {
+      expect(text).toContain(`// TODO(${id}): ${part.task.en}`);
+      if ("function" in part) expect(text).toContain(JSON.stringify(notWrittenMessage(part.function, id)));
+    }
+    // No use of a declaration taken out whole remains: the part of compiling a derivation
+    // can break (the full type check of every starter is verify:all's, in CI).
+    const source = ts.createSourceFile("starter.ts", text, ts.ScriptTarget.Latest, true);
+    const dropped = new Set(exercise.takeOut.flatMap((part) => ("function" in part ? (part.helpers ?? []) : [])));
+    const used: string[] = [];
+    const visit = (node: ts.Node) => {
+      if (ts.isIdentifier(node) && dropped.has(node.text)) used.push(`${node.text} at line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+    expect(used).toEqual([]);
+    // Putting the stage's code back gives the stage file (after the banner): nothing else was touched.
+    const solved = await solvedCopy(exercise, text, stage);
+    const banner = text.length - text.replace(/^(\/\/.*\n)+/, "").length;
+    expect(solved.slice(banner)).toBe(stage);
+  });
+
+  // That the starter fails every check, naming what is missing, and that the stage file passes
+  // them all, is verify:all's (run by CI): it runs every check of every exercise twice, in a
+  // child process each, which alone would take longer than this suite's budget.
+});
+
+describe("starters made from a stage that has changed", () => {
+  it("say which part the stage no longer has, instead of making a wrong copy", async () => {
+    const exercise = exercises.get("s03")!;
+    const renamed = stageText(exercise).replace("function editFile(", "function editTextFile(");
+    await expect(starterOf(exercise, renamed, { destDir: WORKSHOP_DIR })).rejects.toThrow(
+      "the exercise takes out editFile(), but agents/s03_search_and_edit.ts has no function editFile: update the exercise's takeOut",
+    );
+  });
+
+  it("point their imports at the same files from wherever the copy is made", async () => {
+    const text = await starter(exercises.get("s01")!, WORKSHOP_DIR);
+    expect(text).toContain('from "../lib/program.ts"');
+    const elsewhere = await starter(exercises.get("s01")!, path.join(REPO_ROOT, "a", "b"));
+    expect(elsewhere).toContain('from "../../lib/program.ts"');
+  });
+});
+
+describe("the checks test behaviour, not text", () => {
+  it("s02: a sandbox that ignores symlinks fails only the symlink check", async () => {
+    const exercise = exercises.get("s02")!;
+    const stage = await stageWith(exercise, (text) => text.replace("  const real = followLinks(full, given);", "  const real = full;"));
+    expect(statuses(await runChecks(only(exercise, "dotdot", "symlinks", "inside-paths"), stage))).toEqual({ dotdot: "passed", symlinks: "failed", "inside-paths": "passed" });
+  });
+
+  it("s03: an edit_file that replaces the first of several matches fails, naming the rule", async () => {
+    const exercise = exercises.get("s03")!;
+    const stage = await stageWith(exercise, (text) => text.replace("if (count > 1 && !replaceAll) {", "if (count > 1 && !replaceAll && false) {"));
+    const [result] = await runChecks(only(exercise, "several-matches"), stage);
+    expect(result.status).toBe("failed");
+    expect(result.actual?.en).toMatch(/^edit_file\(old_string: "timeout: 3000", new_string: "changed"\) was not refused/);
+  });
+
+  it("s04: a check of the first URL only, not of each redirect, fails the redirect check", async () => {
+    const exercise = exercises.get("s04")!;
+    const stage = await stageWith(exercise, (text) =>
+      text
+        .replace("  let url = start;\n", "  let url = start;\n  const checked = await checkedAddresses(start);\n")
+        .replace("await get(url, await checkedAddresses(url), signal)", "await get(url, url === start ? checked : [{ address: \"93.184.215.14\", family: 4 }], signal)"),
+    );
+    const results = await runChecks(only(exercise, "private-literals", "redirect-to-private"), stage);
+    expect(statuses(results)).toEqual({ "private-literals": "passed", "redirect-to-private": "failed" });
+    expect(results[1].actual?.en).toMatch(/requested http:\/\/intranet\.example\.com\/admin; a private address must be refused before any request/);
+  });
+
+  it("s05: an ask_user that does not look for a person fails the no-one-there check in time", async () => {
+    const exercise = exercises.get("s05")!;
+    const stage = await stageWith(exercise, (text) => text.replace("  if (!person.hasPerson) return noOneAnswered(NO_ONE_THERE);\n", ""));
+    const [result] = await runChecks(only(exercise, "nobody-there"), stage);
+    expect(result.status).toBe("failed");
+    expect(result.actual?.en).toBe("with no one at the terminal, ask_user was still waiting after 1 s");
+  });
+
+  it("s07: a footer whose next offset is one line off fails the next-page check only", async () => {
+    const exercise = exercises.get("s07")!;
+    const stage = await stageWith(exercise, (text) => text.replace(". Next page: offset ${last + 1}", ". Next page: offset ${last}"));
+    const results = await runChecks(only(exercise, "next-page", "past-the-end"), stage);
+    expect(statuses(results)).toEqual({ "next-page": "failed", "past-the-end": "passed" });
+    expect(results[0].actual?.en).toMatch(/^following the footers, line \d+ came as line \d+/);
+  });
+
+  it("s01: a loop written another way (recursion) passes every loop check", async () => {
+    const exercise = exercises.get("s01")!;
+    const recursive = [
+      "  const response = await client.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, messages });",
+      '  messages.push({ role: "assistant", content: response.content });',
+      "  showText(response);",
+      '  if (response.stop_reason !== "tool_use") return endTurn(response, messages);',
+      '  const calls = response.content.filter((block) => block.type === "tool_use");',
+      "  const results: ToolResultBlockParam[] = [];",
+      "  for (const call of calls) results.push(await runTool(call));",
+      '  messages.push({ role: "user", content: results });',
+      "  return agentLoop(messages);",
+    ].join("\n");
+    const text = await starter(exercise);
+    const stub = /\{\n  \/\/ TODO\(s01\)[^\n]*\n  throw new Error\([^\n]*\);\n\}/;
+    expect(text).toMatch(stub);
+    const stage = await load(text.replace(stub, `{\n${recursive}\n}`), "s01-recursive");
+    expect((await runChecks(exercise, stage)).filter((r) => r.status !== "passed")).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// The commands
+
+describe("npm run exercise", () => {
+  let dir = "";
+  let printed: string[] = [];
+  beforeEach(() => {
+    dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-exercise-cmd-")));
+    printed = [];
+    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const nobody = () => undefined;
+
+  it("makes the copy and a tsconfig for editors, and says what to write and how to check it", async () => {
+    expect(await exerciseMain(["s03", "--dir", dir], nobody)).toBe(0);
+    expect(readFileSync(path.join(dir, "s03.ts"), "utf8")).toBe(await starter(exercises.get("s03")!, dir));
+    expect(JSON.parse(readFileSync(path.join(dir, "tsconfig.json"), "utf8")).include).toEqual(["*.ts"]);
+    const shown = printed.join("\n");
+    expect(shown).toContain("editFile(): replace old_string with new_string");
+    expect(shown).toContain("npm run verify -- s03");
+  });
+
+  it("never overwrites the learner's work without asking: refuses with no one there, asks when someone is", async () => {
+    const file = path.join(dir, "s03.ts");
+    await exerciseMain(["s03", "--dir", dir], nobody);
+    writeFileSync(file, "// my work\n");
+    expect(await exerciseMain(["s03", "--dir", dir], nobody)).toBe(1);
+    expect(printed.at(-1)).toMatch(/no one at the terminal to ask, so nothing was overwritten\.\nTo start again: npm run exercise -- s03 --force/);
+    expect(await exerciseMain(["s03", "--dir", dir], async () => false)).toBe(0);
+    expect(readFileSync(file, "utf8")).toBe("// my work\n");
+    expect(await exerciseMain(["s03", "--dir", dir], async () => true)).toBe(0);
+    expect(readFileSync(file, "utf8")).not.toBe("// my work\n");
+    const backups = readdirSync(dir).filter((name) => name.endsWith(".ts.bak"));
+    expect(backups.map((name) => readFileSync(path.join(dir, name), "utf8"))).toEqual(["// my work\n"]);
+  });
+
+  it("--force starts again, keeping the work as a backup and forgetting the hint level", async () => {
+    writeFileSync(path.join(dir, "s03.ts"), "// my work\n");
+    writeFileSync(path.join(dir, ".hints.json"), JSON.stringify({ s03: { requirement: "unique-match", level: 3 }, s01: { requirement: "stops", level: 2 } }));
+    expect(await exerciseMain(["s03", "--dir", dir, "--force"], nobody)).toBe(0);
+    expect(readdirSync(dir).filter((name) => name.endsWith(".ts.bak"))).toHaveLength(1);
+    expect(JSON.parse(readFileSync(path.join(dir, ".hints.json"), "utf8"))).toEqual({ s01: { requirement: "stops", level: 2 } });
+  });
+
+  it("writes the TODOs in Japanese with --lang ja, and remakes an untouched copy in the other language without asking", async () => {
+    const task = exercises.get("s05")!.takeOut[0].task;
+    await exerciseMain(["s05", "--dir", dir, "--lang", "ja"], nobody);
+    expect(readFileSync(path.join(dir, "s05.ts"), "utf8")).toContain(`// TODO(s05): ${task.ja}`);
+    expect(await exerciseMain(["s05", "--dir", dir, "--lang", "en"], nobody)).toBe(0);
+    expect(readFileSync(path.join(dir, "s05.ts"), "utf8")).toContain(`// TODO(s05): ${task.en}`);
+    expect(readdirSync(dir).filter((name) => name.endsWith(".bak"))).toEqual([]);
+  });
+});
+
+describe("npm run verify", () => {
+  let printed: string[] = [];
+  beforeEach(() => {
+    printed = [];
+    vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it("names the exercises when the stage has none, and tells how to make a missing copy", async () => {
+    expect(await verifyMain(["s99"])).toBe(1);
+    expect(printed).toEqual([`There is no exercise s99. The exercises: ${ids.join(", ")}.`]);
+    expect(await verifyMain(["s02", "--dir", path.join(root, "nowhere")])).toBe(1);
+    expect(printed.at(-1)).toBe(`There is no working copy at ${path.join(root, "nowhere", "s02.ts")} yet. Make one with: npm run exercise -- s02`);
+    expect(await verifyMain(["s02", "--lang", "fr"])).toBe(1);
+    expect(printed.at(-1)).toMatch(/^--lang takes en or ja, not "fr"/);
+  });
+
+  it("reports a copy that does not parse, and one whose loop never returns, in one clear message each", async () => {
+    const exercise = exercises.get("s01")!;
+    const text = await starter(exercise);
+    writeFileSync(path.join(copies, "s01.ts"), text.replace("function agentLoop(", "function agentLoop(("));
+    expect(await verifyMain(["s01", "--dir", copies])).toBe(1);
+    expect(printed.at(-1)).toMatch(/^✗ The checks could not run: .*s01\.ts has a syntax error at line \d+, column \d+: /);
+    writeFileSync(path.join(copies, "s01.ts"), text.replace(/throw new Error\("TODO: agentLoop[^\n]*/, "while (true) {}"));
+    expect(await verifyMain(["s01", "--dir", copies, "--time-limit", "1"])).toBe(1);
+    expect(printed.join("\n")).toContain("✗ 1. Sends the conversation and the tool schemas to the model (did not finish within 1 s)");
+    expect(printed.join("\n")).toContain("actual:   the check did not finish within 1 s: something waits for ever, or a loop never returns");
+    expect(printed.filter((line) => line.includes("(not checked: a check before it did not finish)"))).toHaveLength(exercise.requirements.length - 1);
+  }, 60_000);
+
+  it("goes from ✗ to ✓ through the real command line when the missing part is written (--watch)", async () => {
+    // s06: its checks are among the quickest, and the command line is the same for every exercise.
+    const exercise = exercises.get("s06")!;
+    const file = path.join(copies, "s06.ts");
+    const text = await starter(exercise);
+    writeFileSync(file, text);
+    const child = spawn("npm", ["run", "--silent", "verify", "--", "s06", "--watch", "--dir", copies], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const until = (pattern: RegExp) =>
+      vi.waitFor(() => expect(output).toMatch(pattern), { timeout: 120_000, interval: 100 });
+    try {
+      await until(/Watching .*s06\.ts/);
+      expect(output).toContain(`✗ 1. ${exercise.requirements[0].title.en}`);
+      expect(output).toMatch(/actual: {3}(runTool|approve)\(\) is not written yet: its TODO is still in the copy/);
+      output = "";
+      writeFileSync(file, await solvedCopy(exercise, text, stageText(exercise)));
+      await until(new RegExp(`All ${exercise.requirements.length} checks pass\\.`));
+      expect(output).toContain(`✓ 1. ${exercise.requirements[0].title.en}`);
+    } finally {
+      process.kill(-child.pid!, "SIGKILL");
+    }
+  }, 300_000);
+});
+
+describe("the report", () => {
+  const exercise = exercises.get("s02")!;
+  const results: CheckResult[] = exercise.requirements.map((r, i) =>
+    i === 0
+      ? { id: r.id, status: "passed" }
+      : { id: r.id, status: "failed", expected: r.title, actual: say("safePath() is not written yet: its TODO is still in the copy", "safePath() はまだ書かれていません（TODO がそのままです）"), missing: "safePath" },
+  );
+
+  it("gives the first failure's expected and actual behaviour and a hint, then the count", () => {
+    const lines = reportEnd(exercise, results, { lang: "en", hintLevel: 1, runCommand: "npx tsx workshop/s02.ts" });
+    expect(lines).toEqual([
+      "",
+      `First failure: 2. ${exercise.requirements[1].title.en}`,
+      `  expected: ${exercise.requirements[1].title.en}`,
+      "  actual:   safePath() is not written yet: its TODO is still in the copy",
+      `  hint 1/3: ${exercise.requirements[1].hints[0].en}`,
+      "  More help: npm run verify -- s02 --hint",
+      "",
+      `1 of ${exercise.requirements.length} checks pass.`,
+    ]);
+  });
+
+  it("speaks Japanese with --lang ja or a Japanese LANG", () => {
+    expect(parseOptions(["s02"], { LANG: "ja_JP.UTF-8" }).lang).toBe("ja");
+    expect(parseOptions(["s02", "--lang", "ja"], {}).lang).toBe("ja");
+    expect(parseOptions(["s02"], { LANG: "en_US.UTF-8" }).lang).toBe("en");
+    const lines = reportEnd(exercise, results, { lang: "ja", hintLevel: 3, runCommand: "npx tsx workshop/s02.ts" });
+    expect(lines[3]).toBe("  実際: safePath() はまだ書かれていません（TODO がそのままです）");
+    expect(lines[4]).toBe(`  ヒント 3/3: ${exercise.requirements[1].hints[2].ja}`);
+    expect(lines.at(-1)).toBe(`${exercise.requirements.length} 件中 1 件のチェックが通りました。`);
+  });
+
+  it("remembers the hint level per stage, and starts again at the nudge for the next requirement", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-hints-"));
+    try {
+      expect(hintLevel(dir, "s02", "dotdot", false)).toBe(1);
+      expect(hintLevel(dir, "s02", "dotdot", true)).toBe(2);
+      expect(hintLevel(dir, "s02", "dotdot", true)).toBe(3);
+      expect(hintLevel(dir, "s02", "dotdot", true)).toBe(3);
+      expect(hintLevel(dir, "s02", "dotdot", false)).toBe(3);
+      expect(hintLevel(dir, "s03", "unique-match", false)).toBe(1);
+      expect(hintLevel(dir, "s02", "symlinks", false)).toBe(1);
+      writeFileSync(path.join(dir, ".hints.json"), "{ broken");
+      expect(hintLevel(dir, "s02", "dotdot", true)).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
