@@ -1,0 +1,198 @@
+// `npm run bench`: the workbook's figures, measured side by side in one run on this machine.
+//
+//   1. search: each stage's grep and glob against ripgrep on a generated tree of 20,000 files
+//      (about 100 MB), and whether they find the same things;
+//   2. start: each stage run as a learner runs it, with no key (the offline replay): time to
+//      its first line and to its end, against `tsx -e ''` and `node -e ''`;
+//   3. edit versus write: the bytes of a call that changes one line of a 1,000-line file;
+//   4. context per demo: the bytes of each request each stage's demo sends to the model;
+//   5. the test suite's wall time (`npm test`, once).
+//
+// It prints a progress line while it works, then the tables, and writes the figures, with
+// the date, the machine and the command, to bench/results.json (the docs' benchmarks page
+// shows that file). Every stage file present is measured, so new stages join by themselves.
+//
+//   npm run bench                      everything (about 2 minutes on 2 cores)
+//   npm run bench -- --skip-tests      without the test suite
+//   npm run bench -- --out other.json  write the figures elsewhere
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
+import { demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
+import { formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
+import { differences, inputFor, normalizeRipgrep, normalizeTool, ripgrepVersion, runRipgrep, SEARCH_CASES } from "./bench/search.ts";
+import { timeStart } from "./bench/start.ts";
+import { generateTree } from "./bench/tree.ts";
+
+const args = process.argv.slice(2);
+const option = (name: string) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const OUT = path.resolve(REPO_ROOT, option("--out") ?? "bench/results.json");
+// Each figure is the best of several runs, taken in turns with what it is compared with: on a
+// shared machine other work only ever adds time, so the fastest run is the truest one.
+const RUNS = 5; // timed runs of each search, after one to warm up
+const START_RUNS = 3;
+const SEED = 1;
+
+/** One line that rewrites itself at a terminal; plain lines otherwise (a log keeps them all). */
+function progress(text: string): void {
+  if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${text}`);
+  else process.stderr.write(`${text}\n`);
+}
+
+const started = performance.now();
+const stages = existingStages();
+const modules = new Map<string, StageModule>();
+for (const [id, name] of stages) modules.set(id, (await import(pathToFileURL(path.join(AGENTS_DIR, name)).href)) as StageModule);
+const hasTool = (id: string, tool: string) => toolOf(modules.get(id)!, tool) !== undefined;
+
+// 1. Search ------------------------------------------------------------------------------
+const ripgrep = ripgrepVersion() ?? null;
+if (!ripgrep) {
+  console.log("ripgrep (rg) is not on the PATH, so grep and glob are timed without a comparison. On Debian or Ubuntu: apt-get install -y ripgrep");
+}
+const searchStages = [...stages.keys()].filter((id) => hasTool(id, "grep") || hasTool(id, "glob"));
+const search: SearchRow[] = [];
+let tree: BenchResults["tree"] = null;
+if (searchStages.length > 0) {
+  const root = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tree-"));
+  try {
+    progress("search: generating the tree of 20,000 files ...");
+    tree = { ...generateTree(root, { seed: SEED }), seed: SEED };
+    const home = process.cwd();
+    process.chdir(root); // the tools' workspace is the working directory
+    try {
+      for (const testCase of SEARCH_CASES) {
+        for (const id of searchStages.filter((stage) => hasTool(stage, testCase.tool))) {
+          const stage = modules.get(id)!;
+          const input = inputFor(testCase, parametersOf(stage, testCase.tool));
+          if (!input) continue; // this stage's version of the tool cannot run the case
+          const call = toolOf(stage, testCase.tool)!;
+          const ours: number[] = [];
+          const theirs: number[] = [];
+          let output = "";
+          let rgOutput = "";
+          // One run of each to warm up (files in the page cache, code compiled), then in turns.
+          for (let run = 0; run <= RUNS; run++) {
+            progress(`search: ${id} ${testCase.name} (${run}/${RUNS})`);
+            const before = performance.now();
+            output = await call(input);
+            if (run > 0) ours.push(performance.now() - before);
+            if (ripgrep) {
+              const rg = runRipgrep(testCase.rg, root);
+              if (run > 0) theirs.push(rg.ms);
+              rgOutput = rg.output;
+            }
+          }
+          const mine = normalizeTool(testCase, output);
+          const rg = ripgrep ? normalizeRipgrep(testCase, rgOutput, root) : undefined;
+          const ms = Math.min(...ours);
+          const rgMs = ripgrep ? Math.min(...theirs) : null;
+          search.push({
+            stage: id,
+            case: testCase.name,
+            tool: testCase.tool,
+            input,
+            ms,
+            rgMs,
+            ratio: rgMs ? ms / rgMs : null,
+            results: mine.length,
+            same: rg ? mine.length === rg.length && mine.every((line, i) => line === rg[i]) : null,
+            differences: rg ? differences(mine, rg) : [],
+          });
+        }
+      }
+    } finally {
+      process.chdir(home);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+// 2. Start -------------------------------------------------------------------------------
+const tsx = path.join(REPO_ROOT, "node_modules", ".bin", "tsx");
+const startMedian = async (label: string, command: string, commandArgs: string[]) => {
+  const runs = [];
+  for (let run = 1; run <= START_RUNS; run++) {
+    progress(`start: ${label} (${run}/${START_RUNS})`);
+    runs.push(await timeStart(command, commandArgs));
+  }
+  const first = runs.map((run) => run.firstLineMs).filter((ms): ms is number => ms !== undefined);
+  return { firstLineMs: first.length === runs.length ? Math.min(...first) : null, endMs: Math.min(...runs.map((run) => run.endMs)), code: runs.find((run) => run.code !== 0)?.code ?? 0 };
+};
+const nodeBase = await startMedian("node -e ''", process.execPath, ["-e", ""]);
+const tsxBase = await startMedian("tsx -e ''", tsx, ["-e", ""]);
+const startRows: StartRow[] = [];
+for (const [id, name] of stages) {
+  const times = await startMedian(`${id} (offline replay)`, tsx, [path.join(AGENTS_DIR, name)]);
+  startRows.push({ stage: id, ...times, ratio: times.firstLineMs === null ? null : times.firstLineMs / tsxBase.endMs });
+}
+
+// 3 and 4. Edit versus write, context per demo -------------------------------------------
+const edits: EditRow[] = [];
+const context: ContextRow[] = [];
+for (const [id] of stages) {
+  progress(`context: ${id}`);
+  const stage = modules.get(id)!;
+  const edit = await editVersusWrite(stage);
+  if (edit) edits.push({ stage: id, ...edit });
+  context.push({ stage: id, ...(await demoContext(id, stage)) });
+}
+
+// 5. The test suite ----------------------------------------------------------------------
+let tests: BenchResults["tests"] = null;
+if (!args.includes("--skip-tests")) {
+  progress("tests: npm test (once) ...");
+  tests = await runTests();
+}
+
+const measured: Omit<BenchResults, "targets"> = {
+  date: new Date().toISOString(),
+  command: `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`,
+  machine: {
+    cpu: os.cpus()[0]?.model.trim() ?? "unknown",
+    cores: os.availableParallelism(),
+    memoryGB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+  },
+  ripgrep,
+  tree,
+  search,
+  start: { nodeMs: nodeBase.endMs, tsxMs: tsxBase.endMs, stages: startRows },
+  editVersusWrite: edits,
+  context,
+  tests,
+  benchMs: performance.now() - started,
+};
+const results: BenchResults = { ...measured, targets: targetsOf(measured) };
+progress("");
+if (process.stderr.isTTY) process.stderr.write("\r\x1b[K");
+console.log(formatResults(results));
+mkdirSync(path.dirname(OUT), { recursive: true });
+writeFileSync(OUT, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`\nThe figures are in ${path.relative(process.cwd(), OUT) || OUT}.`);
+// A stage's demo may leave a helper process behind (s08's MCP server); the bench is done.
+process.exit(0);
+
+/** `npm test` once, in the repository: its wall time, exit code and summary line. */
+function runTests(): Promise<NonNullable<BenchResults["tests"]>> {
+  return new Promise((resolve) => {
+    const before = performance.now();
+    const child = spawn("npm", ["test", "--silent"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("close", (code) => {
+      // vitest's summary line: "Tests  312 passed (312)" or "Tests  2 failed | 310 passed (312)".
+      const summary = /^\s*Tests\s+(\d.*)$/m.exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]?.trim() ?? "";
+      resolve({ ms: performance.now() - before, code, summary });
+    });
+  });
+}

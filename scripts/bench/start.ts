@@ -1,0 +1,43 @@
+// How soon a stage answers: each stage file run as a learner runs it (node_modules/.bin/tsx
+// agents/sNN_*.ts) in an empty temporary folder, with no key and TMPDIR pointing at a
+// temporary folder, so it replays its demo offline. Two times count: the first line on the
+// screen, and the end of the replay. `tsx -e ''` and `node -e ''`, run the same way, are the
+// floor: the time to start Node, and Node with the TypeScript loader.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export interface StartTimes {
+  /** Milliseconds until the first line was printed (undefined: nothing was printed). */
+  firstLineMs?: number;
+  /** Milliseconds until the process ended. */
+  endMs: number;
+  code: number | null;
+}
+
+/** Run `command args` once in a fresh empty folder, timing its first line and its end. */
+export function timeStart(command: string, args: string[], timeoutMs = 60_000): Promise<StartTimes> {
+  const cwd = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-cwd-"));
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tmp-"));
+  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp };
+  for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    let firstLineMs: number | undefined;
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (firstLineMs === undefined && chunk.includes(10)) firstLineMs = performance.now() - started;
+    });
+    child.stderr.resume();
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const endMs = performance.now() - started;
+      clearTimeout(timer);
+      rmSync(cwd, { recursive: true, force: true });
+      rmSync(tmp, { recursive: true, force: true });
+      resolve({ firstLineMs, endMs, code });
+    });
+  });
+}

@@ -1,0 +1,183 @@
+// The bench's pieces that can be checked in a moment: the tree it searches is the same for
+// the same seed, the tool's answers and ripgrep's are put in one form before they are
+// compared, the targets are judged as the issue states them, and the tables and the
+// committed figures have the shape the docs page reads. The bench itself (`npm run bench`)
+// takes minutes and is not run here.
+import { createHash } from "node:crypto";
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { thousandLines } from "../scripts/bench/context.ts";
+import { formatResults, table, targetsOf, type BenchResults, type SearchRow } from "../scripts/bench/report.ts";
+import { differences, inputFor, normalizeRipgrep, normalizeTool, SEARCH_CASES } from "../scripts/bench/search.ts";
+import { generateTree } from "../scripts/bench/tree.ts";
+import { REPO_ROOT } from "./helpers.ts";
+
+const folders: string[] = [];
+const folder = () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-test-"));
+  folders.push(dir);
+  return dir;
+};
+afterEach(() => folders.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/** Every entry under `root`: path, kind, size, time and a hash of the content. */
+function fingerprint(root: string): string[] {
+  const entries: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const full = path.join(dir, name);
+      const stat = lstatSync(full);
+      if (stat.isDirectory()) walk(full);
+      else {
+        const content = stat.isSymbolicLink() ? "link" : createHash("sha1").update(readFileSync(full)).digest("hex");
+        // A symlink's own time is when it was made; a file's is set by the generator.
+        entries.push(`${path.relative(root, full)} ${stat.size} ${stat.isSymbolicLink() ? "-" : Math.round(stat.mtimeMs)} ${content}`);
+      }
+    }
+  };
+  walk(root);
+  return entries;
+}
+
+describe("the bench's tree", () => {
+  it("is the same for the same seed, and another for another seed", () => {
+    const [a, b, c] = [folder(), folder(), folder()];
+    const summary = generateTree(a, { files: 300, seed: 7, bigFile: false });
+    generateTree(b, { files: 300, seed: 7, bigFile: false });
+    generateTree(c, { files: 300, seed: 8, bigFile: false });
+    expect(fingerprint(a)).toEqual(fingerprint(b));
+    expect(fingerprint(a)).not.toEqual(fingerprint(c));
+    expect(summary.files).toBe(300);
+  });
+
+  it("has what the tools must handle: ignore rules, node_modules, .git, binary files, CRLF, symlinks", () => {
+    const root = folder();
+    generateTree(root, { files: 400, seed: 1, bigFile: false });
+    const all = fingerprint(root).map((entry) => entry.split(" ")[0]);
+    expect(all).toContain(".gitignore");
+    expect(all).toContain("packages/pkg03/.gitignore");
+    expect(all.some((name) => name.startsWith("node_modules/"))).toBe(true);
+    expect(all.some((name) => name.startsWith(".git/objects/"))).toBe(true);
+    expect(all.some((name) => /\/dist\//.test(name))).toBe(true);
+    expect(all).toContain("packages/pkg02/linked-src");
+    const binary = all.find((name) => name.endsWith(".png"))!;
+    expect(readFileSync(path.join(root, binary)).subarray(0, 8192).includes(0)).toBe(true);
+    const texts = all.filter((name) => /\.(ts|md)$/.test(name)).map((name) => readFileSync(path.join(root, name), "utf8"));
+    expect(texts.some((text) => text.includes("\r\n"))).toBe(true);
+    expect(texts.some((text) => /[^\x00-\x7f]/.test(text))).toBe(true);
+  });
+});
+
+describe("comparing the tools with ripgrep", () => {
+  const byName = (name: string) => SEARCH_CASES.find((c) => c.name === name)!;
+
+  it("puts grep's paths, lines and counts in ripgrep's form", () => {
+    const files = byName("grep a word");
+    expect(normalizeTool(files, "b.ts\na.ts\n[skipped 2 file(s): binary]")).toEqual(["a.ts", "b.ts"]);
+    expect(normalizeRipgrep(files, "b.ts\na.ts\n", "/")).toEqual(["a.ts", "b.ts"]);
+    const lines = byName("grep a|b, lines");
+    expect(normalizeTool(lines, "a.ts:3:   // TODO: x\nb.md:10: FIXME")).toEqual(["a.ts:3:  // TODO: x", "b.md:10:FIXME"]);
+    expect(normalizeRipgrep(lines, "b.md:10:FIXME\r\na.ts:3:  // TODO: x\n", "/")).toEqual(["a.ts:3:  // TODO: x", "b.md:10:FIXME"]);
+    const counts = byName("grep *.ts, counts");
+    expect(normalizeTool(counts, "a.ts: 3\nb.ts: 12")).toEqual(["a.ts:3", "b.ts:12"]);
+    expect(normalizeTool(files, "No matches for /x/ in . (3 files searched)")).toEqual([]);
+  });
+
+  it("orders ripgrep's file list as glob does: newest first, ties by path, 100 shown", () => {
+    const root = folder();
+    const names = Array.from({ length: 103 }, (_, i) => `f${String(i).padStart(3, "0")}.txt`);
+    names.forEach((name, i) => {
+      writeFileSync(path.join(root, name), "");
+      const time = 1_000_000 + (i % 50) * 10; // pairs of files share a time
+      utimesSync(path.join(root, name), time, time);
+    });
+    const listed = normalizeRipgrep(byName("glob **/*"), [...names].reverse().join("\n"), root);
+    expect(listed).toHaveLength(101);
+    expect(listed.slice(0, 3)).toEqual(["f049.txt", "f099.txt", "f048.txt"]);
+    expect(listed[100]).toBe("… and 3 more");
+  });
+
+  it("asks each stage's own grep for every result, in the words of its schema", () => {
+    const counts = byName("grep *.ts, counts");
+    expect(inputFor(counts, ["pattern", "path", "include", "output_mode", "max_results"])).toEqual(counts.input);
+    // s07's grep pages its answer and names its filter glob.
+    expect(inputFor(counts, ["pattern", "path", "glob", "output_mode", "head_limit", "offset"])).toEqual({
+      pattern: "timeout", glob: "*.ts", output_mode: "count", head_limit: 0,
+    });
+    expect(inputFor(counts, ["pattern", "output_mode", "max_results"])).toBeUndefined(); // no filter at all: not this case
+  });
+
+  it("names the first differences", () => {
+    expect(differences(["a", "b", "c"], ["b", "c", "d"])).toEqual(["only the tool: a", "only rg: d"]);
+  });
+});
+
+describe("the bench's figures", () => {
+  const row = (tool: "grep" | "glob", ratio: number | null, same: boolean | null = true): SearchRow => ({
+    stage: "s03", case: `${tool} case`, tool, input: {}, ms: 100, rgMs: ratio === null ? null : 100 / ratio, ratio, results: 1, same, differences: [],
+  });
+  const base = (): Omit<BenchResults, "targets"> => ({
+    date: "2026-01-01T00:00:00.000Z",
+    command: "npm run bench",
+    machine: { cpu: "CPU", cores: 2, memoryGB: 4, node: "v20.19.0", platform: "linux x64" },
+    ripgrep: "ripgrep 13.0.0",
+    tree: { files: 20_000, bytes: 100e6, folders: 2000, seed: 1 },
+    search: [row("grep", 1.5), row("glob", 2.5)],
+    start: { nodeMs: 50, tsxMs: 400, stages: [{ stage: "s01", firstLineMs: 500, endMs: 900, ratio: 1.25, code: 0 }] },
+    editVersusWrite: [{ stage: "s03", editBytes: 177, writeBytes: 60_000, checked: true }],
+    context: [{ stage: "s01", requests: [700, 1200], total: 1900, matched: true }],
+    tests: { ms: 25_000, code: 0, summary: "300 passed (300)" },
+    benchMs: 120_000,
+  });
+  const verdicts = (results: Omit<BenchResults, "targets">) => Object.fromEntries(targetsOf(results).map((target) => [target.id, target.met]));
+
+  it("holds each figure to the issue's target", () => {
+    expect(verdicts(base())).toEqual({ grep: true, glob: true, same: true, firstLine: true, tests: true, bench: true });
+    const worse = base();
+    worse.search = [row("grep", 2.1), row("glob", 3.2, false)];
+    worse.start!.stages[0].ratio = 2.4;
+    worse.tests = { ms: 31_000, code: 0, summary: "" };
+    worse.benchMs = 200_000;
+    expect(verdicts(worse)).toEqual({ grep: false, glob: false, same: false, firstLine: false, tests: false, bench: false });
+    const failing = base();
+    failing.tests = { ms: 10_000, code: 1, summary: "1 failed" };
+    expect(verdicts(failing).tests).toBe(false);
+  });
+
+  it("says 'not measured' without ripgrep or without the test suite, rather than met", () => {
+    const without = base();
+    without.ripgrep = null;
+    without.search = [row("grep", null, null), row("glob", null, null)];
+    without.tests = null;
+    const targets = targetsOf(without);
+    expect(Object.fromEntries(targets.map((target) => [target.id, target.met]))).toMatchObject({ grep: null, glob: null, same: null, tests: null });
+    expect(targets.find((target) => target.id === "grep")!.measured).toBe("not measured");
+  });
+
+  it("prints aligned tables, numbers to the right", () => {
+    expect(table(["stage", "ms"], [["s01", "5"], ["s10", "120"]])).toBe("stage   ms\n-----  ---\ns01      5\ns10    120");
+    const printed = formatResults({ ...base(), targets: targetsOf(base()) });
+    for (const heading of ["Search:", "Start", "Changing one line", "Context per demo", "npm test:", "Targets"]) expect(printed).toContain(heading);
+    expect(printed).toContain("grep within 2x ripgrep");
+  });
+
+  it("makes the edit a one-line change of a 1,000-line file", () => {
+    const { before, after, oldLine, newLine } = thousandLines();
+    expect(before.split("\n")).toHaveLength(1001);
+    const changed = before.split("\n").filter((line, i) => line !== after.split("\n")[i]);
+    expect(changed).toEqual([oldLine]);
+    expect(before.split(oldLine)).toHaveLength(2); // the edit's old text is unique
+    expect(after).toContain(newLine);
+  });
+
+  it("are committed with the date, the machine, the command and every target, as the page reads them", () => {
+    const committed = JSON.parse(readFileSync(path.join(REPO_ROOT, "bench", "results.json"), "utf8")) as BenchResults;
+    expect(committed.command).toMatch(/^npm run bench/);
+    expect(new Date(committed.date).toString()).not.toBe("Invalid Date");
+    expect(Object.keys(committed.machine).sort()).toEqual(["cores", "cpu", "memoryGB", "node", "platform"]);
+    expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench"]);
+    for (const key of ["search", "start", "editVersusWrite", "context", "tests", "tree", "benchMs"]) expect(committed, key).toHaveProperty(key);
+  });
+});
