@@ -1,0 +1,3536 @@
+/**
+ * s_full.ts - The Capstone
+ *
+ * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s12 around it.
+ *
+ *   a prompt (or /compact)          system prompt: rules + skills list + memory (s12)
+ *      |                                    |
+ *      v                                    v
+ *   +------------------------------------------------------------------------+
+ *   | agent-loop (the same text as in s01)                                   |
+ *   |   client.messages.create --> client (s11): transcript, micro-compact,  |
+ *   |                              auto-compact over COMPACT_THRESHOLD       |
+ *   |   runTools --> runTool (s06): look up, validate, approve, execute      |
+ *   |     result > 40,000 characters: kept whole in a file (s07)             |
+ *   |     todo reminder rides in the last result (s09)                       |
+ *   +------------------------------------------------------------------------+
+ *      |  registry (s06)
+ *      v
+ *   core: bash read_file write_file edit_file (s02, s03)   grep (s07)
+ *   Part I: glob ls (s03) web_fetch (s04) ask_user (s05)
+ *   plan: todo_write (s09)   task: a subagent with a fresh context (s10)
+ *   compact (s11)   load_skill save_memory (s12)
+ *   found outside: discovery command + MCP servers from .agent/settings.json (s08)
+ *
+ * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
+ *   s06 tool, registry, sandbox, edit-file, approval (s10's), run-tool (joined here)
+ *   s07 large-results, bash, read-file, grep, context      s05 walk, glob, ls, web-fetch,
+ *   s08 settings, command-tools, mcp, discovery               web-address, html-to-text, ask-user
+ *   s09 todo, reminder     s10 subagent     s11 transcript, micro-compact, auto-compact,
+ *   compact-tool, client   s12 write-file, skills, memory, knowledge   here: part-one, tools
+ * The regions where two mechanisms meet (config, tool, run-tool, end-turn, program) say so.
+ *
+ *   npx tsx agents/s_full.ts       (no key: replays the recorded demo)
+ *   npx tsx agents/s_full.ts --approval-mode auto-edit
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import dns from "node:dns";
+import { appendFileSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Dirent, type Stats } from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import { BlockList, isIP, type LookupFunction } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { pipeline, type Transform } from "node:stream";
+import { Worker } from "node:worker_threads";
+import zlib from "node:zlib";
+import type { ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Ajv, type ErrorObject } from "ajv";
+import { createTwoFilesPatch } from "diff";
+import ignore, { type Ignore } from "ignore";
+import YAML from "yaml";
+import { modelClient, type ModelClient } from "../lib/model.ts";
+import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/program.ts";
+import type { Scenario } from "../lib/scenario.ts";
+import { cancellable, terminal } from "../lib/terminal.ts";
+
+// #region config
+if (existsSync(".env")) process.loadEnvFile(".env");
+const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
+const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
+const MAX_TOKENS = 8000;
+const MAX_OUTPUT = 30_000; // characters the model sees of an error, or of a part of a result with images
+// The official SDK's client for any Anthropic-compatible API (lib/model.ts loads the SDK at
+// the first request, so the program starts at once). With no key the program replays a
+// recorded demo, and the placeholder key it then uses is never sent anywhere. The loop's
+// `client` (region `client`, s11) hands its requests to this one after compacting what they
+// carry; a subagent (s10) calls the same `client`, so its own conversation is kept and
+// compacted the same way.
+const provider = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
+// The workspace is the directory the program runs in. It is read at each call rather than
+// stored, so the offline replay and the tests run this same code in a temporary folder; the
+// system prompt is written at each request for the same reason. It is every stage's sentences
+// in turn, and ends with the skills and the memory, read once per session (region `knowledge`).
+const workspace = () => process.cwd();
+const systemPrompt = () =>
+  `You are a coding agent working in ${workspace()}. read_file to look, grep to search, glob and ls to find files, edit_file to change one exact place, write_file for new files, bash for the rest; ` +
+  `web_fetch reads a web page, ask_user asks the person when only they can decide. Act first, then report briefly. ` +
+  `Your context is a budget. A result too large to send whole is saved in a file, and you get its first and last lines: grep that file or read_file the lines you need, never all of it. ` +
+  `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make. ` +
+  `For work of three steps or more, write the plan first with todo_write; keep one item in_progress, and send the list again as soon as an item is done. ` +
+  `For a side task that takes much reading (surveying a folder, finding where something is done), call task: a subagent does it in a fresh context and only its answer comes back. ` +
+  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .transcripts/. ` +
+  `Call compact when a large piece of work is done and its details are no longer needed. ` +
+  `Before a task that one of the skills below covers, load it with load_skill and follow it. When the person tells you something worth knowing in later sessions ` +
+  `(a command, a convention, a preference), keep it with save_memory, one short fact per call.` +
+  knowledge();
+// How careful to be, from `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
+const APPROVAL_MODES = ["default", "auto-edit", "yolo", "plan"] as const;
+type ApprovalMode = (typeof APPROVAL_MODES)[number];
+const requestedMode = optionValue(process.argv, "--approval-mode") ?? process.env.APPROVAL_MODE ?? "default";
+const APPROVAL_MODE = (APPROVAL_MODES as readonly string[]).includes(requestedMode) ? (requestedMode as ApprovalMode) : undefined;
+// Compact once a request used more input tokens than this (COMPACT_THRESHOLD). The default
+// leaves a fifth of a 200,000-token window for the summary request and what comes next.
+const DEFAULT_THRESHOLD = 160_000;
+const asThreshold = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1000 ? Number(text) : undefined);
+const requestedThreshold = (process.env.COMPACT_THRESHOLD || String(DEFAULT_THRESHOLD)).trim();
+const COMPACT_THRESHOLD = asThreshold(requestedThreshold);
+// #endregion config
+
+// #region tool
+/** What a tool does, in the words the approval mode decides by: reading is always allowed. */
+type ToolKind = "read" | "edit" | "execute";
+
+/**
+ * A tool's answer: what the model reads, and what the person sees (often not the same).
+ * Most tools answer in text; a tool from outside may also bring an image, so llmContent
+ * may be content blocks, as a tool_result takes them.
+ */
+interface ToolResult {
+  llmContent: string | (TextBlockParam | ImageBlockParam)[];
+  returnDisplay: string;
+}
+
+/** What the person is shown before they say yes or no. */
+interface Confirmation {
+  title: string;
+  details: string;
+}
+
+type Params = Record<string, unknown>;
+
+/** A tool as an object: it describes, validates and confirms itself, then runs. */
+interface AgentTool {
+  /** The name the model calls it by. */
+  name: string;
+  /** The name the person reads: "Shell", "ReadFile". */
+  displayName: string;
+  description: string;
+  kind: ToolKind;
+  /** JSON Schema of the parameters: the model sees it, and every call is checked against it. */
+  parameterSchema: Tool["input_schema"];
+  /** null when the parameters are valid; otherwise one message naming what is wrong. */
+  validateToolParams(params: Params): string | null;
+  /** One line the person sees before the tool runs. */
+  getDescription(params: Params): string;
+  /** false when there is nothing to confirm; otherwise what to show the person. */
+  shouldConfirmExecute(params: Params, signal: AbortSignal): Promise<Confirmation | false>;
+  /**
+   * Do the work. A failure throws an Error whose message the model reads. `callId` is the
+   * tool_use id: a tool that saves its output as it arrives (bash) names the file after it.
+   */
+  execute(params: Params, signal: AbortSignal, callId?: string): Promise<ToolResult>;
+}
+
+const ajv = new Ajv({ allErrors: true });
+
+/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
+  const validate = ajv.compile(spec.parameterSchema);
+  return {
+    shouldConfirmExecute: async () => false,
+    ...spec,
+    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+  };
+}
+
+/** ajv's findings as sentences the model can act on: `"path" must be a string`. */
+function schemaErrors(errors: ErrorObject[]): string {
+  return errors
+    .map((error) => {
+      const field = error.instancePath ? `"${error.instancePath.slice(1).replaceAll("/", ".")}"` : "the input";
+      const { params } = error;
+      if (error.keyword === "required") return `"${params.missingProperty}" is required`;
+      if (error.keyword === "additionalProperties") return `"${params.additionalProperty}" is not a parameter of this tool`;
+      if (error.keyword === "type") return `${field} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
+      if (error.keyword === "minimum") return `${field} must be at least ${params.limit}`;
+      if (error.keyword === "maximum") return `${field} must be at most ${params.limit}`;
+      if (error.keyword === "enum") return `${field} must be one of ${params.allowedValues.join(", ")}`;
+      return `${field} ${error.message}`;
+    })
+    .join("; ");
+}
+// #endregion tool
+
+// #region registry
+/** Every tool the agent has, by name. The model is shown what the registry holds, nothing else. */
+class ToolRegistry {
+  private tools = new Map<string, AgentTool>();
+
+  registerTool(tool: AgentTool): void {
+    if (this.tools.has(tool.name)) throw new Error(`a tool named "${tool.name}" is registered already`);
+    this.tools.set(tool.name, tool);
+  }
+
+  getTool(name: string): AgentTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Take a tool out again: the tools found outside the program go when discovery runs again. */
+  unregisterTool(name: string): void {
+    this.tools.delete(name);
+  }
+
+  getAllTools(): AgentTool[] {
+    return [...this.tools.values()];
+  }
+
+  /** What the model sees: each tool's name, description and parameter schema. */
+  getFunctionDeclarations(): Tool[] {
+    return this.getAllTools().map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameterSchema }));
+  }
+}
+
+export const registry = new ToolRegistry();
+// #endregion registry
+
+// #region large-results
+// What the model reads stays in its context for the rest of the session, and is paid for at
+// every request after. So a result of up to RESULT_LIMIT characters goes to the model whole,
+// and a larger one is written whole to a file in the workspace: the model gets its first and
+// last lines, its size and the file's name, and reads the part it needs with read_file or
+// grep. Nothing is cut without being kept.
+const RESULT_LIMIT = 40_000; // characters of one result the model gets whole
+const PREVIEW = { head: 2_000, tail: 3_000 }; // what it sees of a larger one, from each end
+const RESULTS_FOLDER = ".agent/tool-results";
+
+/**
+ * One call's result on its way to the model, added as it arrives (bash) or all at once (any
+ * other tool). Memory holds the result while it is at most RESULT_LIMIT characters; past
+ * that, its bytes go to a file as they come, and memory keeps only the two ends the model
+ * will see. A command that prints 100 MB fills neither memory nor the context, and loses
+ * no byte.
+ */
+class ResultFile {
+  /** Where the whole result is, relative to the workspace, once it was too large to send. */
+  saved: string | undefined;
+  private characters = 0;
+  private lineBreaks = 0;
+  private endsWithBreak = true;
+  private tooLarge = false;
+  private whole: Buffer[] = []; // every byte, while the result fits
+  private start = ""; // once it does not: its first characters...
+  private end: Buffer = Buffer.alloc(0); // ...and its last bytes
+  private fd: number | undefined;
+  private problem: string | undefined; // why the file could not be written
+  private finished: string | undefined;
+
+  constructor(private readonly callId: string) {}
+
+  add(bytes: Buffer): void {
+    if (this.finished !== undefined || bytes.length === 0) return; // output after a command was stopped
+    // Counted from the bytes, not decoded: a 100 MB output is never turned into text.
+    let [characters, lineBreaks] = [0, 0];
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i];
+      if (byte === 10) lineBreaks += 1;
+      // A byte 10xxxxxx continues a character; one of 4 bytes is 2 characters to JavaScript.
+      if (byte < 0x80 || byte >= 0xc0) characters += byte >= 0xf0 ? 2 : 1;
+    }
+    [this.characters, this.lineBreaks] = [this.characters + characters, this.lineBreaks + lineBreaks];
+    this.endsWithBreak = bytes[bytes.length - 1] === 10;
+    if (this.tooLarge) {
+      this.write(bytes);
+      this.end = lastBytes(this.end, bytes);
+      return;
+    }
+    this.whole.push(bytes);
+    if (this.characters <= RESULT_LIMIT) return;
+    // Too large to send whole: from here on the bytes go to a file, and memory keeps the ends.
+    this.tooLarge = true;
+    const all = Buffer.concat(this.whole.splice(0));
+    [this.start, this.end] = [all.toString("utf8", 0, 4 * PREVIEW.head).slice(0, PREVIEW.head), lastBytes(Buffer.alloc(0), all)];
+    try {
+      [this.fd, this.saved] = newResultFile(this.callId);
+    } catch (error) {
+      this.problem = `${RESULTS_FOLDER} could not be written: ${(error as Error).message}`;
+    }
+    this.write(all);
+  }
+
+  private write(bytes: Buffer): void {
+    if (this.fd === undefined) return; // no file: the two ends are kept, the middle is lost
+    try {
+      writeFileSync(this.fd, bytes);
+    } catch (error) {
+      this.problem = `writing ${this.saved} failed: ${(error as Error).message}`;
+      closeSync(this.fd);
+      [this.fd, this.saved] = [undefined, undefined];
+    }
+  }
+
+  /** What the model gets: the whole result, or its two ends and where the whole is. */
+  finish(): string {
+    if (this.finished !== undefined) return this.finished;
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.finished = this.tooLarge ? this.preview() : Buffer.concat(this.whole).toString("utf8");
+    return this.finished;
+  }
+
+  /** For the person: how large the result was, where it went, and what the model got. */
+  get note(): string | undefined {
+    if (!this.tooLarge) return undefined;
+    const size = `${this.characters.toLocaleString("en-US")} characters`;
+    const sent = `the model got ${this.finish().length.toLocaleString("en-US")}`;
+    return this.saved ? `[${size}, saved whole in ${this.saved}; ${sent}]` : `[${size}; ${this.problem}; ${sent}]`;
+  }
+
+  /** The first and last lines (whole lines where there are line breaks to cut at), and where the rest is. */
+  private preview(): string {
+    const head = this.start.includes("\n") ? this.start.slice(0, this.start.lastIndexOf("\n") + 1) : this.start;
+    let from = 0; // the end's bytes may start inside a character
+    while ((this.end[from] & 0xc0) === 0x80) from += 1;
+    const end = this.end.toString("utf8", from).slice(-PREVIEW.tail);
+    const cutAt = end.indexOf("\n");
+    const tail = cutAt !== -1 && cutAt < end.length - 1 ? end.slice(cutAt + 1) : end;
+    const lines = this.lineBreaks + (this.endsWithBreak ? 0 : 1);
+    const tailLines = tail.split("\n").length - (tail.endsWith("\n") ? 1 : 0);
+    const where = this.saved
+      ? `The whole result is in ${this.saved}, ${lines} lines: read the lines you need with read_file (the last ones below start at line ${lines - tailLines + 1}) or search it with grep`
+      : `It could not be kept (${this.problem}), so the middle is lost`;
+    return `${head}${marker(this.characters - head.length - tail.length, this.characters)}[${where}.]\n${tail}`;
+  }
+}
+
+/** The last bytes of `before` and `bytes` together, enough for the preview's tail. */
+function lastBytes(before: Buffer, bytes: Buffer): Buffer {
+  const room = 4 * PREVIEW.tail; // a character is at most 4 bytes of UTF-8
+  return bytes.length >= room ? Buffer.from(bytes.subarray(-room)) : Buffer.concat([before, bytes]).subarray(-room);
+}
+
+/**
+ * A new file for one call's result, named after the call: `toolu_01A….txt`. The id is the
+ * model's text, so only letters, digits, _ and - are kept of it. A file is created, never
+ * overwritten: a name already taken (a replay reuses ids) gets -2, -3. The folders are made
+ * inside the workspace one step at a time, as write_file makes them, so no link leads out.
+ */
+function newResultFile(callId: string): [number, string] {
+  const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
+  let opened: [number, string] | undefined;
+  inFolder(realpathSync(workspace()), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
+    for (let n = 1; !opened; n++) {
+      const name = n === 1 ? `${base}.txt` : `${base}-${n}.txt`;
+      try {
+        opened = [openSync(name, "wx"), `${RESULTS_FOLDER}/${name}`]; // "wx": never an existing file, never through a link
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+    }
+  });
+  return opened!;
+}
+
+/** A finished result as the model gets it: whole when it is small, else kept in a file and previewed. */
+function resultFor(callId: string, text: string): string {
+  const result = new ResultFile(callId);
+  result.add(Buffer.from(text));
+  const content = result.finish();
+  if (result.note) console.log(dim(indent(result.note)));
+  return content;
+}
+// #endregion large-results
+
+// #region bash
+// A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
+// The real answer is asking a person before running a command: the approval step below.
+const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"];
+const DEFAULT_TIMEOUT = 120;
+const MAX_TIMEOUT = 600;
+
+const bashTool = defineTool({
+  name: "bash",
+  displayName: "Shell",
+  kind: "execute",
+  description: "Run a shell command in the workspace and return its output and exit code. stdin is closed, so commands must not wait for input.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      command: { type: "string", description: "The command, run with bash -c." },
+      timeout: { type: "integer", minimum: 1, maximum: MAX_TIMEOUT, description: `Seconds before the command is ended (default ${DEFAULT_TIMEOUT}).` },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.command),
+  shouldConfirmExecute: async (params) => ({ title: "Run this command?", details: String(params.command) }),
+  async execute(params, signal, callId = `bash-${randomBytes(4).toString("hex")}`) {
+    const command = String(params.command);
+    const blocked = DENYLIST.find((pattern) => command.includes(pattern));
+    if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
+    // The output is kept as it arrives: whole in memory while it is small, then in a file.
+    const output = new ResultFile(callId);
+    const code = await runCommand(command, Number(params.timeout ?? DEFAULT_TIMEOUT), signal, output);
+    const text = output.finish() || "(no output)";
+    return {
+      llmContent: code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`,
+      returnDisplay: [output.note, text.replace(/\n$/, ""), `(exit code ${code ?? "killed"})`].filter(Boolean).join("\n"),
+    };
+  },
+});
+
+/** Run a command to its end, its time limit, or the signal; nothing it started outlives it. */
+function runCommand(command: string, seconds: number, signal: AbortSignal, output: ResultFile): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
+    // its own process group; the mark in its environment follows whatever it starts.
+    const mark = newCommandMark();
+    const child = spawn("bash", ["-c", command], {
+      cwd: workspace(),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env, [COMMAND_MARK]: mark },
+    });
+    if (child.pid) commandGroups.add(child.pid);
+    // Bytes as they come, both streams into one result, as a terminal would show them. An
+    // event handler has no caller to throw to: a failure there ends this command, not the program.
+    const take = (chunk: Buffer) => {
+      try {
+        output.add(chunk);
+      } catch (error) {
+        clearTimeout(timer);
+        endProcesses(`${mark}\0`, [child.pid!]);
+        reject(error);
+      }
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
+    const stop = (why: string) => {
+      clearTimeout(timer);
+      endProcesses(`${mark}\0`, [child.pid!]);
+      reject(new Error(`${why}; the command and everything it started were ended. Output so far:\n${output.finish()}`));
+    };
+    const timer = setTimeout(() => stop(`timed out after ${seconds}s`), seconds * 1000);
+    const onAbort = () => stop("cancelled by the user");
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
+    // after the shell is done. Wait a moment for output still in the pipes, then let go. The
+    // background child runs on, until its command's time is up or the program ends.
+    child.on("exit", (code) => {
+      timer.unref(); // it still ends what the command left running, without keeping the program alive
+      signal.removeEventListener("abort", onAbort);
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        child.unref();
+        resolve(code);
+      }, 50);
+    });
+  });
+}
+
+// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
+// process that leaves the command's process group (`setsid`, a daemon). Every process a
+// command starts inherits its environment, so each command gets a mark there; at a timeout
+// the command's marked processes end, and when the program ends, all of them do. Finding a
+// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
+const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
+const THIS_RUN = randomBytes(4).toString("hex");
+const commandGroups = new Set<number>();
+let commandsRun = 0;
+const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
+process.on("exit", () => {
+  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
+});
+
+/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
+function endProcesses(mark: string, groups: Iterable<number>): void {
+  const kill = (pid: number) => {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {} // it has ended already
+  };
+  for (const group of groups) kill(-group);
+  // A few rounds: a process may start another while the first ones are being ended.
+  for (let round = 0; round < 5; round++) {
+    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
+    if (marked.length === 0) return;
+    marked.forEach(kill);
+  }
+}
+
+/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
+function markedProcesses(needle: string): number[] {
+  if (process.platform !== "linux") return [];
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .filter((pid) => {
+      try {
+        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
+      } catch {
+        return false; // gone already, or another user's
+      }
+    })
+    .map(Number);
+}
+// #endregion bash
+
+// #region sandbox
+/**
+ * Resolve a path the model gave to a place inside the workspace, or refuse it before any
+ * file is touched. `..` and absolute paths that lead out are refused, and so are symlinks
+ * whose target is outside. `~` is only a folder name here: nothing expands it to home.
+ */
+function safePath(given: string): string {
+  if (given.includes("\0")) throw new Error("the path contains a NUL byte");
+  const root = realpathSync(workspace());
+  const full = path.resolve(root, given);
+  if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
+  // The path as the file system will follow it: a link inside may point anywhere.
+  const real = followLinks(full, given);
+  if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
+  return real;
+}
+
+function isInside(root: string, target: string): boolean {
+  const relative = path.relative(root, target);
+  // `..report.md` is a fine name; only a `..` segment leaves the folder.
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
+/** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
+function followLinks(full: string, given: string): string {
+  let existing = full;
+  const missing: string[] = [];
+  while (!lexists(existing)) {
+    missing.unshift(path.basename(existing));
+    existing = path.dirname(existing);
+  }
+  try {
+    return path.join(realpathSync(existing), ...missing);
+  } catch {
+    throw new Error(`${given} goes through a symlink that points nowhere`);
+  }
+}
+
+function lexists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+// #endregion sandbox
+
+// #region read-file
+const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded whole (to edit them)
+const PAGE_LINES = 2000; // lines read_file shows at most, unless asked for fewer
+const MAX_LINE = 2000; // characters shown of one line
+
+const readFileTool = defineTool({
+  name: "read_file",
+  displayName: "ReadFile",
+  kind: "read",
+  description:
+    `Read a text file in the workspace as numbered lines: ${PAGE_LINES} at most, fewer if the page would pass ${RESULT_LIMIT} characters; ` +
+    `lines are cut at ${MAX_LINE} characters. A footer says which lines you got and the offset of the next page. Files of any size can be paged, saved results too.`,
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      offset: { type: "integer", minimum: 1, description: "The number of the first line to read (default 1)." },
+      limit: { type: "integer", minimum: 1, description: `Read at most this many lines (default ${PAGE_LINES}).` },
+    },
+    required: ["path"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${params.path}${params.offset === undefined ? "" : ` from line ${params.offset}`}`,
+  async execute(params) {
+    const given = String(params.path);
+    const offset = Number(params.offset ?? 1);
+    const limit = params.limit === undefined ? undefined : Number(params.limit);
+    const page = readPage(safePath(given), given, offset, limit ?? PAGE_LINES);
+    if (offset > Math.max(page.total, 1)) {
+      throw new Error(`offset ${offset} is past the end of ${given}, which has ${page.total} line${page.total === 1 ? "" : "s"}`);
+    }
+    const last = offset + page.shown.length - 1;
+    const range = `${last === offset ? `line ${offset}` : `lines ${offset}-${last}`} of ${page.total}`;
+    // The footer says what the model has and, when there is more, the exact call for the next page.
+    let footer = "";
+    if (last < page.total) {
+      const why = page.full ? `: a page stops before ${RESULT_LIMIT} characters` : "";
+      footer = `[${range}${why}. Next page: offset ${last + 1}${limit === undefined ? "" : `, limit ${limit}`}]`;
+    } else if (offset > 1) footer = `[${range}: the end of the file]`;
+    if (page.total === 0) return { llmContent: `(${given} is empty)`, returnDisplay: `${given}: empty` };
+    // The model needs the lines; the person only needs to know which were read.
+    const text = footer ? `${page.shown.join("\n")}\n\n${footer}` : page.shown.join("\n");
+    return { llmContent: text, returnDisplay: `${given}: ${footer ? range : `all ${page.total} lines`}` };
+  },
+});
+
+/**
+ * The lines of a page, numbered as `cat -n` numbers them, and the file's number of lines. The
+ * file is read 64 kB at a time and only the page's lines are kept, at most the bytes that can
+ * hold MAX_LINE characters of each, so a file of any size can be paged (a command's 100 MB
+ * output too); it is read to its end all the same, to count its lines. A page also stops
+ * before RESULT_LIMIT characters: a read is never too large to send whole.
+ */
+function readPage(file: string, given: string, offset: number, limit: number): { shown: string[]; total: number; full: boolean } {
+  const fd = openFile(file, given);
+  try {
+    const piece = Buffer.alloc(64 * 1024);
+    if (piece.subarray(0, readSync(fd, piece, 0, 8192, 0)).includes(0)) {
+      throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+    }
+    const page = { shown: [] as string[], total: 0, full: false };
+    const inPage = (line: number) => !page.full && line >= offset && line < offset + limit;
+    const most = 4 * MAX_LINE; // bytes enough for MAX_LINE characters: one is at most 4 bytes
+    let line = 1; // the number of the line being read
+    let kept: Buffer[] = []; // its bytes, when it is in the page
+    let length = 0; // its length in bytes
+    let size = 0; // the page's length in characters
+    const keep = (bytes: Buffer) => {
+      if (length < most) kept.push(Buffer.from(bytes.subarray(0, most - length)));
+      length += bytes.length;
+    };
+    const endLine = () => {
+      const text = `${String(line).padStart(6)}\t${cutLine(Buffer.concat(kept).toString("utf8").replace(/\r$/, ""), length > most)}`;
+      if (size + text.length + 1 > RESULT_LIMIT - 500) page.full = true; // 500: room for the footer
+      else {
+        page.shown.push(text);
+        size += text.length + 1;
+      }
+      [kept, length] = [[], 0];
+    };
+    let [read, last] = [0, 10];
+    while ((read = readSync(fd, piece, 0, piece.length, null)) > 0) {
+      let start = 0;
+      for (let i = 0; i < read; i++) {
+        if (piece[i] !== 10) continue;
+        if (inPage(line)) {
+          keep(piece.subarray(start, i));
+          endLine();
+        }
+        line += 1;
+        start = i + 1;
+      }
+      if (inPage(line)) keep(piece.subarray(start, read));
+      last = piece[read - 1];
+    }
+    if (last !== 10 && inPage(line)) endLine(); // a last line without a line break is a line too
+    page.total = last === 10 ? line - 1 : line;
+    return page;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A line cut at MAX_LINE characters, with a marker; `long`: there was more than was read. */
+function cutLine(text: string, long = false): string {
+  return long || text.length > MAX_LINE ? `${text.slice(0, MAX_LINE)} [line cut at ${MAX_LINE} characters]` : text;
+}
+
+/**
+ * A file opened for reading, or a clear error: missing, a directory, not a regular file. The
+ * file is opened first and then looked at through what was opened, so what is checked is
+ * what is read. O_NONBLOCK: opening a FIFO must not wait for a writer (it would block the
+ * whole program, timers included); a FIFO or a device is refused once it is open.
+ */
+function openFile(file: string, given: string): number {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new Error(`${given} does not exist`);
+    if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
+    // A socket cannot be opened at all: say what it is rather than "no such device".
+    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
+    throw error;
+  }
+  const stat = fstatSync(fd);
+  if (stat.isFile()) return fd;
+  closeSync(fd);
+  if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
+  throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
+}
+
+/** A file's whole text, to change it (edit_file, write_file), or a clear error: too large, or binary. */
+function readText(file: string, given: string): string {
+  const fd = openFile(file, given);
+  try {
+    const { size } = fstatSync(fd);
+    if (size > MAX_FILE_BYTES) {
+      throw new Error(`${given} is ${(size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit for changing a file; read it a page at a time with read_file`);
+    }
+    // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
+    const bytes = Buffer.alloc(size);
+    let length = 0;
+    while (length < bytes.length) {
+      const read = readSync(fd, bytes, length, bytes.length - length, null);
+      if (read === 0) break; // the file shrank while it was read
+      length += read;
+    }
+    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+    return bytes.subarray(0, length).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What a path is when it is not a regular file, in words. */
+function kindOf(stat: Stats): string {
+  if (stat.isFIFO()) return "a FIFO (named pipe)";
+  if (stat.isCharacterDevice()) return "a character device";
+  if (stat.isBlockDevice()) return "a block device";
+  if (stat.isSocket()) return "a socket";
+  return "not a regular file";
+}
+// #endregion read-file
+
+// #region write-file
+const writeFileTool = defineTool({
+  name: "write_file",
+  displayName: "WriteFile",
+  kind: "edit",
+  description: "Create or overwrite a file in the workspace with the given content. Missing folders are created.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      content: { type: "string", description: "The whole new content of the file." },
+    },
+    required: ["path", "content"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.path),
+  async shouldConfirmExecute(params) {
+    const change = proposeWrite(params);
+    return { title: `${change.before === undefined ? "Create" : "Overwrite"} ${change.given}?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    const change = proposeWrite(params);
+    writeAtomically(change.file, change.after, change.given, { createFolders: true });
+    return { llmContent: `Wrote ${Buffer.byteLength(change.after)} bytes to ${change.given}`, returnDisplay: diffOf(change) };
+  },
+});
+
+/** A change to one file, before it is made: what the person approves and what is written. */
+interface FileChange {
+  given: string;
+  file: string;
+  /** The text before, or undefined for a new file. */
+  before: string | undefined;
+  after: string;
+}
+
+function proposeWrite(params: Params): FileChange {
+  const given = String(params.path);
+  const file = safePath(given);
+  const before = existsSync(file) && !statSync(file).isDirectory() ? readText(file, given) : undefined;
+  return { given, file, before, after: String(params.content) };
+}
+
+/** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
+function diffOf(change: FileChange): string {
+  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
+  return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
+}
+
+/**
+ * Replace a file's content so that a failure half-way leaves the old content whole: the new
+ * text goes to a temporary file beside it, which is then renamed over it. A careful editor
+ * also keeps what the file was. A read-only file is refused: someone made it so on purpose.
+ * The mode stays (a script stays executable). A file with other hard links, or that belongs
+ * to someone else, is written in place instead, because a rename would give it a new
+ * identity: the other links would keep the old text, and the owner would change.
+ * `root` is the folder the file must stay in: the workspace, or (s12) the home folder.
+ */
+function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean; root?: string } = {}): void {
+  const before = lstatSync(file, { throwIfNoEntry: false });
+  if (before?.isDirectory()) throw new Error(`${given} is a directory`);
+  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
+  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
+  if (before && (before.mode & 0o200) === 0) {
+    const mode = (before.mode & 0o777).toString(8);
+    throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);
+  }
+  inFolder(options.root ?? realpathSync(workspace()), path.dirname(file), given, options.createFolders ?? false, () => {
+    const name = path.basename(file);
+    if (before && (before.nlink > 1 || (process.getuid && before.uid !== process.getuid()))) return writeInPlace(name, content);
+    // A name nobody can guess, created exclusively ("wx"): an existing file or a symlink
+    // planted at that name is never reused or followed.
+    const temporary = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
+    const fd = openSync(temporary, "wx");
+    try {
+      try {
+        writeFileSync(fd, content);
+        if (before) fchmodSync(fd, before.mode & 0o7777);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temporary, name);
+    } catch (error) {
+      rmSync(temporary, { force: true });
+      throw error;
+    }
+  });
+}
+
+/** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
+function writeInPlace(name: string, content: string): void {
+  const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
+  try {
+    writeFileSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Run `work` with the process standing in `folder`, entered one step at a time from `root`
+ * (the workspace) and checked at each step. safePath checked the path a moment ago, but another
+ * process may swap a folder for a symlink since; once the process stands in a folder, the
+ * names `work` uses are looked up there and cannot be redirected. Missing folders are
+ * created one at a time, each inside the one just checked.
+ */
+function inFolder(root: string, folder: string, given: string, createFolders: boolean, work: () => void): void {
+  const home = process.cwd();
+  process.chdir(root);
+  try {
+    for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
+      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
+      process.chdir(part);
+      if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
+    }
+    work();
+  } finally {
+    process.chdir(home);
+  }
+}
+// #endregion write-file
+
+// #region edit-file
+const editFileTool = defineTool({
+  name: "edit_file",
+  displayName: "Edit",
+  kind: "edit",
+  description:
+    "Replace old_string with new_string in a file. old_string must match exactly, indentation included, and occur once: if it occurs more often, include more surrounding lines, or set replace_all.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string", description: "Path relative to the workspace." },
+      old_string: { type: "string", description: "The exact text to replace, as it is in the file." },
+      new_string: { type: "string", description: "The text to put in its place (must differ from old_string)." },
+      replace_all: { type: "boolean", description: "Replace every occurrence instead of requiring one (default false)." },
+    },
+    required: ["path", "old_string", "new_string"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.path),
+  async shouldConfirmExecute(params) {
+    const change = proposeEdit(params);
+    return { title: `Edit ${change.given}?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    const change = proposeEdit(params);
+    writeAtomically(change.file, change.after, change.given);
+    const count = change.count;
+    return { llmContent: `Edited ${change.given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`, returnDisplay: diffOf(change) };
+  },
+});
+
+/** The edit, worked out but not written; every refusal happens here, before anything changes. */
+function proposeEdit(params: Params): FileChange & { count: number } {
+  const given = String(params.path);
+  const oldString = String(params.old_string);
+  const newString = String(params.new_string);
+  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");
+  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");
+  const file = safePath(given);
+  const content = readText(file, given);
+  if (Buffer.byteLength(content) !== statSync(file).size) {
+    throw new Error(`${given} is not valid UTF-8, so editing it could change other bytes; nothing was changed`);
+  }
+  // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
+  const crlf = content.includes("\r\n");
+  const find = crlf ? oldString.replace(/\r?\n/g, "\r\n") : oldString;
+  const replacement = crlf ? newString.replace(/\r?\n/g, "\r\n") : newString;
+  // split() takes old_string as plain text, not a pattern, and cuts at every occurrence.
+  const pieces = content.split(find);
+  const count = pieces.length - 1;
+  if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);
+  // Two matches mean the model does not know which one it will change: ask, do not guess.
+  if (count > 1 && params.replace_all !== true) {
+    throw new Error(
+      `old_string occurs ${count} times in ${given}. Include more of the surrounding lines so it matches exactly once, ` +
+        `or set replace_all to true to change all ${count}. The file is unchanged`,
+    );
+  }
+  // join(), not String.replace: a "$&" or "$1" in new_string is inserted as typed.
+  return { given, file, before: content, after: pieces.join(replacement), count };
+}
+
+/** The usual reasons an exact match fails, so the model's next try can succeed. */
+function noMatchHint(content: string, find: string, crlf: boolean): string {
+  const withoutLastBreak = find.replace(/\r?\n$/, "");
+  if (withoutLastBreak !== find && content.endsWith(withoutLastBreak)) {
+    return "the file has no newline at its end, so drop the last line break from old_string";
+  }
+  const squeeze = (text: string) => text.replace(/[ \t]+/g, " ");
+  if (squeeze(content).includes(squeeze(find))) return "it matches when spaces and tabs are ignored, so copy the indentation and spacing exactly";
+  return `read the file and copy the text exactly: whitespace, indentation and line endings (this file uses ${crlf ? "CRLF" : "LF"})`;
+}
+// #endregion edit-file
+
+// #region grep
+// Search is how the model finds the part worth reading, in the project or in a saved result,
+// and it pages its answer as read_file pages lines. The walk leaves out what a project
+// ignores. The search runs in a worker with a time limit: a pattern like (a+)+$ can run for
+// ever on one unlucky line, and a running RegExp cannot be stopped on the main thread.
+const GREP_MODES = ["files_with_matches", "content", "count"];
+const NEVER_SEARCHED = new Set([".git", "node_modules", ".agent"]); // unless named in path
+/** How long one search may take. Exported so tests can shorten it. */
+export const GREP_LIMITS = { milliseconds: 10_000 };
+
+const grepTool = defineTool({
+  name: "grep",
+  displayName: "Grep",
+  kind: "read",
+  description:
+    "Search files for a regular expression (JavaScript syntax), line by line. output_mode: files_with_matches (default) lists the files, content shows path:line: text, count the matching lines per file. " +
+    "One page at a time: head_limit entries (default 100; 0 for all) after skipping offset; a footer gives the next offset. Binary files, .git, node_modules, .agent and what .gitignore lists are skipped unless path names them.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      pattern: { type: "string", description: "The regular expression." },
+      path: { type: "string", description: "A file or folder to search, relative to the workspace (default: the workspace)." },
+      glob: { type: "string", description: 'Only files whose name, or path under the folder searched, matches: "*.ts", "src/**/*.{ts,tsx}".' },
+      output_mode: { type: "string", enum: GREP_MODES, description: "files_with_matches (default), content or count." },
+      head_limit: { type: "integer", minimum: 0, description: "Show at most this many entries (default 100; 0: all)." },
+      offset: { type: "integer", minimum: 0, description: "Skip this many entries first (default 0)." },
+    },
+    required: ["pattern"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `/${params.pattern}/ in ${params.path ?? "."}${params.glob === undefined ? "" : ` (${params.glob})`}`,
+  async execute(params) {
+    const [pattern, given, mode] = [String(params.pattern), String(params.path ?? "."), String(params.output_mode ?? "files_with_matches")];
+    const [offset, limit] = [Number(params.offset ?? 0), Number(params.head_limit ?? 100)];
+    try {
+      new RegExp(pattern); // a typo gets a precise answer before anything is read
+    } catch (error) {
+      throw new Error(`${(error as Error).message}; nothing was searched`);
+    }
+    const files = filesToSearch(given, params.glob === undefined ? undefined : grepGlobMatcher(String(params.glob)));
+    const search = await searchFiles(pattern, files.map((file) => file.full), mode, limit === 0 ? Infinity : offset + limit);
+    const matched = files.flatMap((file, i) => (search.found[i]?.count ? [{ file: file.shown, ...search.found[i]! }] : []));
+    const unit = mode === "content" ? "matching lines" : "files";
+    const total = mode === "content" ? matched.reduce((sum, m) => sum + m.count, 0) : matched.length;
+    if (offset > 0 && offset >= total) throw new Error(`offset ${offset} is past the end: there are ${total} ${unit}`);
+    const entries = matched.flatMap((m) =>
+      mode === "content" ? m.lines.map(([line, text]) => `${m.file}:${line}: ${text}`) : [mode === "count" ? `${m.file}: ${m.count}` : m.file],
+    );
+    const page = entries.slice(offset, limit === 0 ? undefined : offset + limit);
+    const searched = search.found.filter((result) => result && !result.skipped).length;
+    const report = page.length > 0 ? [page.join("\n")] : [`No matches for /${pattern}/ in ${given} (${searched} files searched)`];
+    if (offset + page.length < total) {
+      report.push(`[${unit} ${offset + 1}-${offset + page.length} of ${total}. Next page: offset ${offset + page.length}${params.head_limit === undefined ? "" : `, head_limit ${limit}`}]`);
+    }
+    const skipped = search.found.flatMap((result, i) => (result?.skipped ? [`${files[i].shown} (${result.skipped})`] : []));
+    if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", …" : ""}]`);
+    if (search.timedOut) {
+      const done = search.found.filter(Boolean).length;
+      report.push(`[stopped after ${GREP_LIMITS.milliseconds / 1000} s with ${done} of ${files.length} files searched: a pattern with nested repetition such as (a+)+ can run for ever on some lines; simplify it, or narrow path or glob]`);
+    }
+    const text = report.join("\n");
+    return { llmContent: text, returnDisplay: text };
+  },
+});
+
+type FileMatches = { count: number; lines: [number, string][]; skipped?: string };
+
+/** The regular files to search, sorted by path: `given` itself, or what is under it and not ignored. */
+function filesToSearch(given: string, only?: (relative: string) => boolean): { shown: string; full: string }[] {
+  const [target, root] = [safePath(given), realpathSync(workspace())];
+  const stat = statSync(target, { throwIfNoEntry: false });
+  if (!stat) throw new Error(`${given} does not exist`);
+  const shown = (full: string) => path.relative(root, full).split(path.sep).join("/");
+  if (stat.isFile()) return [{ shown: shown(target), full: target }]; // named outright: searched whatever the rules
+  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
+  const files: { shown: string; full: string }[] = [];
+  // The .gitignore of each folder on the way down has its say, those above `given` included.
+  const ancestors = shown(target) === "" ? [] : shown(target).split("/").map((_, i, parts) => path.join(root, ...parts.slice(0, i)));
+  const visit = (folder: string, rules: { base: string; rules: Ignore }[]) => {
+    try {
+      const entries = readdirSync(folder, { withFileTypes: true });
+      if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) rules = [...rules, gitignoreOf(folder)];
+      for (const entry of entries.filter((entry) => !grepIgnoredBy(rules, folder, entry))) {
+        const full = path.join(folder, entry.name);
+        const relative = path.relative(target, full).split(path.sep).join("/");
+        if (entry.isDirectory() && !NEVER_SEARCHED.has(entry.name)) visit(full, rules);
+        else if (entry.isFile() && (!only || only(relative))) files.push({ shown: shown(full), full });
+      }
+    } catch {} // a folder that cannot be read is left out
+  };
+  visit(target, ancestors.flatMap((folder) => (statSync(path.join(folder, ".gitignore"), { throwIfNoEntry: false })?.isFile() ? [gitignoreOf(folder)] : [])));
+  return files.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0));
+}
+
+const gitignoreOf = (folder: string) => ({ base: folder, rules: ignore().add(readFileSync(path.join(folder, ".gitignore"), "utf8")) });
+const grepIgnoredBy = (levels: { base: string; rules: Ignore }[], folder: string, entry: Dirent) =>
+  levels.some(({ base, rules }) => rules.ignores(path.relative(base, path.join(folder, entry.name)) + (entry.isDirectory() ? "/" : "")));
+
+/**
+ * Whether a path matches a glob: `*` and `?` within a name, `**` across folders, `{a,b}`
+ * either; a glob with no / looks at the file's name only. The glob becomes one regular
+ * expression whose braces are alternatives, never expanded: no glob stands for a million.
+ */
+function grepGlobMatcher(glob: string): (relative: string) => boolean {
+  let [source, depth] = ["", 0];
+  for (let i = 0; i < glob.length; i++) {
+    const char = glob[i];
+    if (glob.startsWith("**/", i)) [source, i] = [`${source}(?:.*/)?`, i + 2];
+    else if (glob.startsWith("**", i)) [source, i] = [`${source}.*`, i + 1];
+    else if (char === "*" || char === "?") source += char === "*" ? "[^/]*" : "[^/]";
+    else if (char === "{") [source, depth] = [`${source}(?:`, depth + 1];
+    else if (char === "}" && depth > 0) [source, depth] = [`${source})`, depth - 1];
+    else if (char === "," && depth > 0) source += "|";
+    else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  if (depth > 0) throw new Error(`the glob ${glob} opens a { that it does not close`);
+  const regex = new RegExp(`^${source}$`);
+  return (relative) => regex.test(glob.includes("/") ? relative : relative.slice(relative.lastIndexOf("/") + 1));
+}
+
+// Plain JavaScript in a string (eval: true): the worker needs no TypeScript loader. It
+// searches the files in order and keeps the first `keep` matching lines, counting them all.
+const SEARCH_WORKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { readFileSync, statSync } = require("node:fs");
+const { pattern, files, mode, keep, maxBytes, maxLine } = workerData;
+const regex = new RegExp(pattern);
+let kept = 0;
+files.forEach((file, index) => {
+  let bytes;
+  try {
+    if (statSync(file).size > maxBytes) return parentPort.postMessage([index, { skipped: "over 10 MB" }]);
+    bytes = readFileSync(file);
+  } catch (error) {
+    return parentPort.postMessage([index, { skipped: "unreadable (" + (error.code || error.message) + ")" }]);
+  }
+  if (bytes.subarray(0, 8192).includes(0)) return parentPort.postMessage([index, { skipped: "binary" }]);
+  const lines = bytes.toString("utf8").split("\\n");
+  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it starts none
+  const found = { count: 0, lines: [] };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].endsWith("\\r") ? lines[i].slice(0, -1) : lines[i];
+    if (!regex.test(line)) continue;
+    found.count += 1;
+    if (mode === "files_with_matches") break;
+    if (mode === "content" && kept < keep) {
+      kept += 1;
+      found.lines.push([i + 1, line.length > maxLine ? line.slice(0, maxLine) + " [line cut at " + maxLine + " characters]" : line]);
+    }
+  }
+  parentPort.postMessage([index, found]);
+});`;
+
+/** Each file's result, by index (undefined: not searched, time ran out first), and whether it did. */
+function searchFiles(pattern: string, files: string[], mode: string, keep: number): Promise<{ found: (FileMatches | undefined)[]; timedOut: boolean }> {
+  const found: (FileMatches | undefined)[] = new Array(files.length);
+  let timedOut = false;
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(SEARCH_WORKER, { eval: true, workerData: { pattern, files, mode, keep, maxBytes: MAX_FILE_BYTES, maxLine: MAX_LINE } });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void worker.terminate();
+    }, GREP_LIMITS.milliseconds);
+    worker.on("message", ([index, result]: [number, FileMatches]) => (found[index] = result));
+    worker.on("error", (error) => {
+      clearTimeout(timer);
+      reject(new Error(`the search failed: ${error.message}`));
+    });
+    // "exit" comes after every message the worker sent, whether it finished or was stopped.
+    worker.on("exit", () => {
+      clearTimeout(timer);
+      resolve({ found, timedOut });
+    });
+  });
+}
+// #endregion grep
+
+// #region walk
+// Searches never look into the repository's internals or installed packages, nor into what
+// .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
+const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
+const MAX_PATHS = 100; // paths glob and ls show
+const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
+
+type FoundFile = { shown: string; full: string };
+/** What a walk found: the files, and the folders it could not read (their files are not in the list). */
+type Walk = { files: FoundFile[]; unreadable: string[] };
+/**
+ * The .gitignore rules in force in a folder: one entry per folder on the way down that has a
+ * .gitignore. `byName`: none of its rules has a / before its end (`dist/`, `*.log`), so each
+ * may match at any depth and asking about an entry's name is enough; `seen` keeps the answers.
+ */
+type Rules = { base: string; rules: Ignore; byName: boolean; seen: Map<string, boolean | undefined> }[];
+
+/**
+ * The files under `folder` that match a glob pattern, named relative to the workspace.
+ * `baseNameMatch`: a pattern with no / is matched against the file's name, in every folder.
+ */
+function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean } = {}): Walk {
+  if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
+    throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
+  }
+  const matches = globMatcher(pattern.replace(/^(\.\/)+/, ""));
+  const nameOnly = options.baseNameMatch && !pattern.includes("/");
+  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative));
+}
+
+/**
+ * The files under `folder` whose path from `folder` is `wanted`, in one pass over the folders.
+ * Nothing is read twice or in vain: a skipped or ignored folder is never opened, each
+ * folder's .gitignore is read once, as the walk enters it, and no file is stat'ed (the
+ * folder's listing says what each entry is). Only regular files are listed: a symlink is
+ * neither followed nor listed, so a link inside the workspace can never carry a search out of
+ * it, and a FIFO or a device is never opened.
+ */
+function walkFiles(folder: string, wanted: (relative: string) => boolean): Walk {
+  const root = realpathSync(workspace());
+  const found: Walk = { files: [], unreadable: [] };
+  const start = relativeName(root, folder);
+  const above = start === "." ? [] : start.split("/");
+  // The .gitignore files of the folders above `folder` have their say too, from the top down.
+  let rules: Rules = [];
+  for (let depth = 0; depth < above.length; depth++) {
+    const base = above.slice(0, depth).join("/");
+    const file = path.join(root, base, ".gitignore");
+    if (existsSync(file) && statSync(file).isFile()) rules = [...rules, gitignore(base, readFileSync(file, "utf8"))];
+    if (ignoredBy(rules, `${above.slice(0, depth + 1).join("/")}/`, `${above[depth]}/`)) return found;
+  }
+
+  const visit = (full: string, shown: string, inFolder: string, rules: Rules) => {
+    const listing = listFolder(full, shown, rules);
+    if (!listing) return void found.unreadable.push(shown || ".");
+    for (const entry of listing.entries) {
+      const name = shown ? `${shown}/${entry.name}` : entry.name;
+      const relative = inFolder ? `${inFolder}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (!ALWAYS_SKIPPED.has(entry.name) && !ignoredBy(listing.rules, `${name}/`, `${entry.name}/`)) visit(`${full}/${entry.name}`, name, relative, listing.rules);
+      } else if (entry.isFile() && !ignoredBy(listing.rules, name, entry.name) && wanted(relative)) {
+        found.files.push({ shown: name, full: `${full}/${entry.name}` });
+      }
+    }
+  };
+  visit(folder, above.join("/"), "", rules);
+  return found;
+}
+
+/** A folder's entries and the rules in force inside it, or undefined if it cannot be read. */
+function listFolder(full: string, shown: string, rules: Rules) {
+  try {
+    const entries = readdirSync(full, { withFileTypes: true });
+    // A .gitignore that cannot be read leaves its whole folder out: what it hides stays hidden.
+    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) {
+      rules = [...rules, gitignore(shown, readFileSync(`${full}/.gitignore`, "utf8"))];
+    }
+    return { entries, rules };
+  } catch {
+    return undefined;
+  }
+}
+
+function gitignore(base: string, text: string): Rules[number] {
+  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "" && !line.startsWith("#"));
+  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")), seen: new Map() };
+}
+
+/**
+ * Whether .gitignore leaves a path out (a folder's path ends in /). The .gitignore of each
+ * folder on the way down is asked, and a deeper one has the last word (a `!keep.log` there
+ * brings back what `*.log` above left out), as in git.
+ */
+function ignoredBy(levels: Rules, relative: string, name: string): boolean {
+  let ignored = false;
+  for (const level of levels) {
+    const verdict = level.byName ? verdictByName(level, name) : verdictOf(level.rules, level.base ? relative.slice(level.base.length + 1) : relative);
+    if (verdict !== undefined) ignored = verdict;
+  }
+  return ignored;
+}
+
+/** true: ignored, false: brought back by a `!` rule, undefined: no rule says. */
+function verdictOf(rules: Ignore, relative: string): boolean | undefined {
+  const { ignored, unignored } = rules.test(relative);
+  return ignored ? true : unignored ? false : undefined;
+}
+
+/** The same names come up in folder after folder (src/, index.ts): each is asked once. */
+function verdictByName(level: Rules[number], name: string): boolean | undefined {
+  if (!level.seen.has(name)) level.seen.set(name, verdictOf(level.rules, name));
+  return level.seen.get(name);
+}
+
+/**
+ * A glob as a test of a path: `*` any characters but /, `?` one, `[a-z]` one of (`[!a-z]`
+ * none of), `**` any number of folders, `{a,b}` either, `{1..3}` or `{a..c}` a range, `\*` a
+ * star. The braces are expanded first, into the patterns they stand for; a glob that would
+ * stand for more than MAX_PATTERNS is refused before its list grows past that (`{a,b}`
+ * twenty times stands for a million, and so does `{1..1000}{1..1000}`). Each pattern is then
+ * matched without a regular expression, in time that grows with the path times the pattern:
+ * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
+ */
+function globMatcher(glob: string): (relative: string) => boolean {
+  const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
+    pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
+  );
+  return (relative) => {
+    const parts = relative.split("/");
+    return patterns.some((pattern) => wildcardMatch(pattern, parts, (segment, part) => segment !== GLOBSTAR && matchPart(segment, part)));
+  };
+}
+
+/** The patterns glob[from, to) stands for, with its braces expanded (escapes are kept for partTokens). */
+function expandBraces(glob: string, ends: number[], from: number, to: number): string[] {
+  let patterns = [""];
+  for (let i = from; i < to; i++) {
+    const group = glob[i] === "{" && ends[i] >= 0 && ends[i] < to ? braceAlternatives(glob, ends, i) : undefined;
+    if (group) {
+      if (patterns.length * group.length > MAX_PATTERNS) throw tooManyPatterns(glob);
+      patterns = patterns.flatMap((pattern) => group.map((alternative) => pattern + alternative));
+      i = ends[i];
+    } else {
+      // An escaped character (\* or \{) keeps its \, for partTokens to read.
+      const char = glob[i] === "\\" && i + 1 < to ? glob[i] + glob[++i] : glob[i];
+      patterns = patterns.map((pattern) => pattern + char);
+    }
+  }
+  return patterns;
+}
+
+/** What `{a,b}` or `{1..3}` at `open` stands for, or undefined when its braces are only characters (`{a}`). */
+function braceAlternatives(glob: string, ends: number[], open: number): string[] | undefined {
+  const close = ends[open];
+  const range = /^(-?\d+)\.\.(-?\d+)$|^([a-zA-Z])\.\.([a-zA-Z])$/.exec(glob.slice(open + 1, close));
+  if (range) {
+    // Counted before it is listed: {1..100000000} is refused, not made.
+    const [first, last] = range[1] !== undefined ? [range[1], range[2]] : [range[3], range[4]];
+    const [from, to] = range[1] !== undefined ? [Number(first), Number(last)] : [first.charCodeAt(0), last.charCodeAt(0)];
+    if (Math.abs(to - from) + 1 > MAX_PATTERNS) throw tooManyPatterns(glob);
+    const width = /^-?0\d/.test(first) || /^-?0\d/.test(last) ? Math.max(first.length, last.length) : 0;
+    const step = to >= from ? 1 : -1;
+    return Array.from({ length: Math.abs(to - from) + 1 }, (_, k) =>
+      range[1] !== undefined ? String(from + k * step).padStart(width, "0") : String.fromCharCode(from + k * step),
+    );
+  }
+  const commas: number[] = [];
+  for (let i = open + 1; i < close; i++) {
+    if (glob[i] === "\\") i++;
+    else if (glob[i] === "{" && ends[i] >= 0) i = ends[i]; // a nested group's commas are its own
+    else if (glob[i] === ",") commas.push(i);
+  }
+  if (commas.length === 0) return undefined;
+  const bounds = [open, ...commas, close];
+  const alternatives: string[] = [];
+  for (let b = 0; b + 1 < bounds.length; b++) {
+    alternatives.push(...expandBraces(glob, ends, bounds[b] + 1, bounds[b + 1]));
+    if (alternatives.length > MAX_PATTERNS) throw tooManyPatterns(glob);
+  }
+  return alternatives;
+}
+
+/** Where each `{` closes (-1: never), found in one pass, so unclosed braces cost no more than their length. */
+function braceEnds(glob: string): number[] {
+  const ends = new Array<number>(glob.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === "\\") i++;
+    else if (glob[i] === "{") open.push(i);
+    else if (glob[i] === "}" && open.length > 0) ends[open.pop()!] = i;
+  }
+  return ends;
+}
+
+// A part of a pattern (between slashes) as tokens: a character, ANY (?), STAR (*) or a class.
+const GLOBSTAR = "**";
+const STAR = Symbol("*");
+const ANY = Symbol("?");
+type Token = string | typeof STAR | typeof ANY | RegExp;
+
+function partTokens(part: string, glob: string): Token[] {
+  const tokens: Token[] = [];
+  for (let i = 0; i < part.length; i++) {
+    const close = part[i] === "[" ? part.indexOf("]", i + 2) : -1; // in `[]a]` the first ] is a member
+    if (part[i] === "*") tokens.push(STAR);
+    else if (part[i] === "?") tokens.push(ANY);
+    else if (close > 0) {
+      const inside = part.slice(i + 1, close).replace(/[\\\][]/g, "\\$&").replace(/^!/, "^");
+      try {
+        tokens.push(new RegExp(`^[${inside}]$`)); // one character: nothing to backtrack
+      } catch (error) {
+        throw new Error(`${glob} is not a valid glob: ${(error as Error).message}`);
+      }
+      i = close;
+    } else tokens.push(part[i] === "\\" && i + 1 < part.length ? part[++i] : part[i]);
+  }
+  return tokens;
+}
+
+const matchPart = (tokens: Token[], name: string) =>
+  wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
+
+/**
+ * The classic wildcard match, used twice: for the characters of a name (STAR: any run of
+ * them) and for the parts of a path (GLOBSTAR: any run of folders). When a step fails, it
+ * goes back only to the last wildcard and lets it take one more item; all that can be tried
+ * is tried, without the exponential search a backtracking regular expression may make.
+ */
+function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (token: T, item: U) => boolean): boolean {
+  const isWildcard = (token: T) => (token as unknown) === STAR || (token as unknown) === GLOBSTAR;
+  let t = 0;
+  let i = 0;
+  let lastWildcard = -1;
+  let resumeAt = 0;
+  while (i < items.length) {
+    if (t < pattern.length && isWildcard(pattern[t])) {
+      lastWildcard = t++;
+      resumeAt = i;
+    } else if (t < pattern.length && matchesOne(pattern[t], items[i])) {
+      t++;
+      i++;
+    } else if (lastWildcard >= 0) {
+      t = lastWildcard + 1;
+      i = ++resumeAt;
+    } else return false;
+  }
+  while (t < pattern.length && isWildcard(pattern[t])) t++;
+  return t === pattern.length;
+}
+
+const tooManyPatterns = (glob: string) =>
+  new Error(
+    `the pattern ${glob} stands for more than ${MAX_PATTERNS} patterns once its braces are expanded ({a,b} doubles the count, {1..100} multiplies it by 100); nothing was searched. Use fewer braces, or * and ? instead`,
+  );
+
+/** A folder the model named, inside the workspace, or a clear error. */
+function safeFolder(given: string): string {
+  const folder = safePath(given);
+  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
+  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
+  return folder;
+}
+
+const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
+// Plain code-unit order, not localeCompare: the same on every machine and in every locale.
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+// Left out or null: the default, as optionalInteger treats them.
+const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
+  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
+
+/** At most `max` lines, and how many were left out. */
+function capped(lines: string[], max: number): string {
+  const more = lines.length - max;
+  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
+}
+
+/** A note naming what could not be read, or nothing when all was read. */
+function unreadableNote(what: "file" | "folder", names: string[]): string[] {
+  if (names.length === 0) return [];
+  const listed = [...names].sort(byName).slice(0, 10).join(", ") + (names.length > 10 ? ` and ${names.length - 10} more` : "");
+  return [`[could not read ${names.length} ${what}(s), so ${names.length === 1 ? "it was" : "they were"} skipped: ${listed}]`];
+}
+// #endregion walk
+
+// #region glob
+function glob(input: Record<string, unknown>): string {
+  const pattern = requireString(input, "pattern");
+  const given = optionalString(input, "path", ".");
+  const { files, unreadable } = findFiles(pattern, safeFolder(given));
+  // Newest first: the files being worked on are usually the ones wanted. Ties go by path.
+  // Only the files that matched are stat'ed; one removed since the walk is left out.
+  const dated = files.flatMap((file) => {
+    const stat = statSync(file.full, { throwIfNoEntry: false });
+    return stat ? [{ ...file, mtime: stat.mtimeMs }] : [];
+  });
+  dated.sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
+  const listing = dated.length > 0 ? capped(dated.map((file) => file.shown), MAX_PATHS) : `No files match ${pattern} in ${given}`;
+  return [listing, ...unreadableNote("folder", unreadable)].join("\n");
+}
+// #endregion glob
+
+// #region ls
+function ls(input: Record<string, unknown>): string {
+  const given = optionalString(input, "path", ".");
+  const entries = readdirSync(safeFolder(given), { withFileTypes: true }).sort((a, b) => byName(a.name, b.name));
+  if (entries.length === 0) return `${given} is empty`;
+  // A symlink is listed by its own name and not followed: it may point outside the workspace.
+  return capped(entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)), MAX_PATHS);
+}
+// #endregion ls
+
+// #region part-one
+// Part I's other tools, glob and ls (s03), web_fetch (s04) and ask_user (s05), as registry
+// entries. Each wraps s05's own handler, in its s05 region (`glob`, `ls` and the `walk` they
+// share; `web-fetch`, `ask-user`), so the registry adds its checks and nothing else changes.
+const globTool = defineTool({
+  name: "glob",
+  displayName: "Glob",
+  kind: "read",
+  description: 'Find files by name with a glob pattern, e.g. "**/*.ts" or "src/**/*.{js,json}". Newest first, at most 100; skips .git, node_modules and what .gitignore lists.',
+  parameterSchema: {
+    type: "object",
+    properties: {
+      pattern: { type: "string", description: "The glob pattern, relative to path." },
+      path: { type: "string", description: "Folder to search from, relative to the workspace (default: the workspace)." },
+    },
+    required: ["pattern"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${params.pattern} in ${params.path ?? "."}`,
+  async execute(params) {
+    const text = glob(params);
+    return { llmContent: text, returnDisplay: firstLines(text, 3) };
+  },
+});
+
+const lsTool = defineTool({
+  name: "ls",
+  displayName: "List",
+  kind: "read",
+  description: "List a folder: names sorted, folders marked with a trailing /.",
+  parameterSchema: { type: "object", properties: { path: { type: "string", description: "Folder relative to the workspace (default: the workspace)." } }, additionalProperties: false },
+  getDescription: (params) => String(params.path ?? "."),
+  async execute(params) {
+    const text = ls(params);
+    return { llmContent: text, returnDisplay: firstLines(text, 3) };
+  },
+});
+
+const webFetchTool = defineTool({
+  name: "web_fetch",
+  displayName: "WebFetch",
+  // It reads, and changes nothing here: it never asks, and plan mode allows it (as in s04).
+  kind: "read",
+  description:
+    "Fetch a public http(s) URL and return its readable text: HTML is cleaned to the title and text, JSON and plain text come back as they are, at most 10,000 characters. Private and local addresses are refused.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      url: { type: "string", description: "The full URL, starting with http:// or https://." },
+      timeout: { type: "number", description: "Seconds for the whole fetch, redirects included (default 30, at most 120)." },
+    },
+    required: ["url"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.url),
+  async execute(params) {
+    const text = await webFetch(params);
+    return { llmContent: text, returnDisplay: firstLines(text, 3) };
+  },
+});
+
+const askUserTool = defineTool({
+  name: "ask_user",
+  displayName: "AskUser",
+  // Asking changes nothing, so no approval mode stops it; it waits its turn with the approval
+  // questions (s10's turnToAsk), so a person is never asked two things at once.
+  kind: "read",
+  description:
+    "Ask the person at the terminal a question and wait for the answer. Ask before a step that cannot be undone (deleting, overwriting) and when the request is unclear. For a choice give 2 to 4 options; the person may also answer in their own words. If no one is there you are told at once: then take the safe choice.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      question: { type: "string", description: "The question, complete enough to answer without scrolling back." },
+      options: { type: "array", items: { type: "string" }, minItems: 2, maxItems: 4, description: "2 to 4 distinct choices, shown numbered. Leave out for an open question." },
+    },
+    required: ["question"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.question),
+  async execute(params) {
+    const done = await turnToAsk();
+    try {
+      const answer = await askUser(params);
+      return { llmContent: answer, returnDisplay: answer };
+    } finally {
+      done();
+    }
+  },
+});
+
+// s05's handlers check their own input, as a dispatch map's handlers must.
+function requireString(input: Record<string, unknown>, name: string): string {
+  const value = input[name];
+  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
+  return value;
+}
+// #endregion part-one
+
+// #region web-fetch
+const FETCH_TIMEOUT = 30; // seconds for the whole fetch: every redirect, the body and its conversion included
+const MAX_FETCH_TIMEOUT = 120;
+const MAX_REDIRECTS = 5;
+const MAX_BODY_BYTES = 10 * 1024 * 1024; // counted as the bytes arrive, after decompression, so an endless page is cut off
+const MAX_PAGE_TEXT = 10_000; // characters of one page the model gets
+
+async function webFetch(input: Record<string, unknown>): Promise<string> {
+  const given = requireString(input, "url");
+  const start = webUrl(given);
+  const seconds = fetchTimeout(input.timeout);
+  // One clock for everything. The race answers on time even if a DNS lookup hangs; the
+  // signal closes whatever connection is still open. (Started only once nothing above can
+  // throw: a clock nobody races would reject later, unheard, and end the program.)
+  const deadline = AbortSignal.timeout(seconds * 1000);
+  const timedOut = new Promise<never>((_, reject) =>
+    deadline.addEventListener("abort", () => reject(new Error(`timed out after ${seconds}s fetching ${given}`))),
+  );
+  return Promise.race([fetchFollowingRedirects(start, deadline), timedOut]);
+}
+
+function fetchTimeout(value: unknown): number {
+  if (value === undefined) return FETCH_TIMEOUT;
+  if (typeof value !== "number" || !(value > 0)) {
+    throw new Error(`"timeout" must be a number of seconds above 0 (default ${FETCH_TIMEOUT}, at most ${MAX_FETCH_TIMEOUT})`);
+  }
+  return Math.min(value, MAX_FETCH_TIMEOUT);
+}
+
+/** A URL from the model or from a redirect (relative to `base`); only http and https are fetched. */
+function webUrl(given: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(given, base);
+  } catch {
+    throw new Error(`"${given}" is not a valid URL; give a full one such as https://example.com/page`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`refused: web_fetch fetches only http and https URLs, not ${url.protocol}`);
+  }
+  // node:http would send user:password@ to the site as a Basic authorization header.
+  if (url.username || url.password) {
+    throw new Error("refused: the URL carries a user name or password (user:password@); web_fetch sends no credentials, so give the URL without them");
+  }
+  return url;
+}
+
+/** Redirects are followed by hand, so every hop's address is checked before it is requested. */
+async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise<string> {
+  let url = start;
+  for (let redirects = 0; ; redirects++) {
+    const response = await get(url, await checkedAddresses(url), signal);
+    const status = response.statusCode ?? 0;
+    const location = response.headers.location;
+    if (status < 300 || status > 399 || !location) return readResponse(response, url, url.href !== start.href, signal);
+    response.destroy();
+    if (redirects === MAX_REDIRECTS) throw new Error(`stopped after ${MAX_REDIRECTS} redirects: ${url} redirects again, to ${location}`);
+    url = webUrl(location, url);
+  }
+}
+
+/**
+ * One GET that connects only to the addresses already checked. node:http rather than fetch:
+ * fetch looks the name up again by itself, and only a socket's `lookup` can be pinned.
+ * msw intercepts both, so the replay and the tests serve pages either way.
+ */
+function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
+  const client = url.protocol === "https:" ? https : http;
+  const headers = {
+    "user-agent": "agent-workbook (web_fetch)",
+    accept: "text/html, text/plain, application/json, */*;q=0.5",
+    "accept-encoding": "gzip, deflate, br", // what readBody can decompress
+  };
+  return new Promise((resolve, reject) => {
+    const request = client.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
+    request.on("error", reject);
+  });
+}
+
+// DNS rebinding: a name can answer with a public address for the check and a private one a
+// moment later for the connection. Answering the connection's own lookup with the addresses
+// that were checked closes that gap. (An IP address in the URL needs no lookup at all.)
+const pinnedLookup =
+  (addresses: dns.LookupAddress[]): LookupFunction =>
+  (_host, options, callback) =>
+    options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
+
+/** The response as text for the model: cleaned HTML, text as it is, or one line for binary. */
+async function readResponse(response: http.IncomingMessage, url: URL, redirected: boolean, signal: AbortSignal): Promise<string> {
+  const status = response.statusCode ?? 0;
+  const type = response.headers["content-type"] ?? "";
+  const mime = type.split(";")[0].trim().toLowerCase();
+  if (!mime.startsWith("text/") && !/json|xml|javascript/.test(mime)) {
+    response.destroy(); // the bytes of a PDF or an image would mean nothing to the model
+    const what = describeBinary(mime, response.headers["content-length"]);
+    if (status >= 400) throw new Error(`HTTP ${status} ${response.statusMessage} from ${url} (${what})`);
+    return `${url} is ${what}; web_fetch returns text only, so its content is not shown.`;
+  }
+  const { bytes, complete } = await readBody(response);
+  const body = decode(bytes, type);
+  const text = mime.includes("html") ? await htmlToText(body, signal) : body;
+  if (status >= 400) {
+    const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 300);
+    throw new Error(`HTTP ${status} ${response.statusMessage} from ${url}${excerpt ? `: ${excerpt}` : ""}`);
+  }
+  return capText(text, complete) + (redirected ? `\n\n(after redirects, this page is ${url})` : "");
+}
+
+// The compressions the request asks for. Lenient at the end, as browsers are: an empty or
+// cut-short body gives what arrived; a body that is not what it claims to be is an error.
+const DECOMPRESSORS: Record<string, () => Transform> = {
+  gzip: () => zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
+  "x-gzip": () => zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
+  deflate: () => zlib.createInflate({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
+  br: () => zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH }),
+};
+
+/**
+ * The body, decompressed as the server says it is, at most MAX_BODY_BYTES. The bytes are
+ * counted after decompression and as they come out of it: a few kilobytes of gzip can stand
+ * for gigabytes, and a page that never ends is cut off rather than buffered.
+ */
+async function readBody(response: http.IncomingMessage): Promise<{ bytes: Buffer; complete: boolean }> {
+  const encoding = response.headers["content-encoding"]?.trim().toLowerCase() || "identity";
+  if (encoding !== "identity" && !Object.hasOwn(DECOMPRESSORS, encoding)) {
+    response.destroy();
+    throw new Error(`the server sent the body encoded as "${encoding}", which web_fetch cannot decode (it asks for gzip, deflate or br)`);
+  }
+  const body = encoding === "identity" ? response : pipeline(response, DECOMPRESSORS[encoding](), () => {});
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      // Leaving the loop destroys the stream and, through the pipeline, the response: the connection closes.
+      if (size > MAX_BODY_BYTES) return { bytes: Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES), complete: false };
+    }
+  } catch (error) {
+    // zlib names its own errors (Z_DATA_ERROR; ERR__ERROR_... for brotli); a network error is passed on as it is.
+    if (/^(Z_|ERR__ERROR)/.test((error as { code?: string }).code ?? "")) {
+      throw new Error(`the body could not be decoded as ${encoding}: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+  return { bytes: Buffer.concat(chunks), complete: true };
+}
+
+function decode(bytes: Buffer, contentType: string): string {
+  const charset = /charset="?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return bytes.toString("utf8"); // a charset name TextDecoder does not know
+  }
+}
+
+function capText(text: string, complete: boolean): string {
+  if (text.length <= MAX_PAGE_TEXT && complete) return text;
+  const cutBody = complete ? "" : "; the body was cut off at 10 MB";
+  return `${text.slice(0, MAX_PAGE_TEXT)}\n... [web_fetch shows ${Math.min(text.length, MAX_PAGE_TEXT)} of ${text.length} characters${cutBody}]`;
+}
+
+function describeBinary(mime: string, length: string | undefined): string {
+  const kind =
+    mime === "application/pdf" ? "a PDF document"
+    : mime.startsWith("image/") ? "an image"
+    : /^(audio|video)\//.test(mime) ? "audio or video"
+    : "a binary file";
+  const size = length && Number(length) >= 0 ? `${Number(length).toLocaleString("en-US")} bytes` : "size not given";
+  return `${kind} (${mime || "no content type"}, ${size})`;
+}
+// #endregion web-fetch
+
+// #region web-address
+// Refused wherever they hide: an agent that could fetch these would read the machine's own
+// services, the office network, or the cloud's instance metadata (which hands out credentials).
+// Each range is one no public web server is in (IANA's special-purpose ranges). That includes
+// the documentation ranges: they are for examples and never routed on the internet, so where
+// one does lead somewhere, it is somewhere local.
+const NOT_PUBLIC_V4 = [
+  ["0.0.0.0/8", '"this network"; 0.0.0.0 reaches this machine'],
+  ["10.0.0.0/8", "private"],
+  ["100.64.0.0/10", "carrier-grade NAT; Alibaba Cloud's metadata is 100.100.100.200"],
+  ["127.0.0.0/8", "loopback"],
+  ["169.254.0.0/16", "link-local; cloud metadata is 169.254.169.254"],
+  ["172.16.0.0/12", "private"],
+  ["192.0.0.0/24", "IETF protocol assignments"],
+  ["192.0.2.0/24", "documentation"],
+  ["192.88.99.0/24", "6to4 relays"],
+  ["192.168.0.0/16", "private"],
+  ["198.18.0.0/15", "benchmarking"],
+  ["198.51.100.0/24", "documentation"],
+  ["203.0.113.0/24", "documentation"],
+  ["224.0.0.0/4", "multicast"],
+  ["240.0.0.0/4", "reserved; 255.255.255.255 is broadcast"],
+].map(([range, what]) => ({ ...parseRange(range), what }));
+// Every public IPv6 address is in 2000::/3, so everything outside it is refused; these have
+// a name, and those inside 2000::/3 are refused as well.
+const GLOBAL_V6 = parseRange("2000::/3");
+const NOT_PUBLIC_V6 = [
+  ["::/128", "unspecified"],
+  ["::1/128", "loopback"],
+  ["64:ff9b:1::/48", "local-use NAT64: which IPv4 address it stands for is the network's own choice"],
+  ["fc00::/7", "unique local; AWS's metadata is fd00:ec2::254"],
+  ["fe80::/10", "link-local"],
+  ["ff00::/8", "multicast"],
+  ["2001::/23", "IETF protocol assignments: Teredo tunnels, benchmarking"],
+  ["2001:db8::/32", "documentation"],
+  ["3fff::/20", "documentation"],
+].map(([range, what]) => ({ ...parseRange(range), what }));
+// IPv6 addresses that carry an IPv4 address: a connection to one reaches that IPv4 address,
+// so that is the address checked. `shift`: how many bits lie right of the IPv4 address.
+const CARRIERS = [
+  { ...parseRange("::ffff:0:0/96"), shift: 0n, how: "written as IPv6" },
+  { ...parseRange("64:ff9b::/96"), shift: 0n, how: "through NAT64" },
+  { ...parseRange("2002::/16"), shift: 80n, how: "through 6to4" },
+];
+
+/** Why `address` is not on the public internet, as "in 10.0.0.0/8 (private)"; undefined when it is public. */
+function notPublic(address: string): string | undefined {
+  const number = addressNumber(address);
+  if (isIP(address) === 4) return rangeOf(number, NOT_PUBLIC_V4);
+  const carrier = CARRIERS.find((range) => inRange(number, range));
+  if (carrier) {
+    const ipv4 = (number >> carrier.shift) & 0xffffffffn;
+    const why = rangeOf(ipv4, NOT_PUBLIC_V4);
+    return why && `${dotted(ipv4)} ${carrier.how}, ${why}`;
+  }
+  return rangeOf(number, NOT_PUBLIC_V6) ?? (inRange(number, GLOBAL_V6) ? undefined : "outside 2000::/3, where every public IPv6 address is");
+}
+
+type Range = { first: bigint; bits: number; width: number; text: string };
+
+function parseRange(text: string): Range {
+  const [first, bits] = text.split("/");
+  return { first: addressNumber(first), bits: Number(bits), width: isIP(first) === 4 ? 32 : 128, text };
+}
+
+function inRange(number: bigint, range: Range): boolean {
+  const hostBits = BigInt(range.width - range.bits);
+  return number >> hostBits === range.first >> hostBits;
+}
+
+function rangeOf(number: bigint, ranges: (Range & { what: string })[]): string | undefined {
+  const range = ranges.find((candidate) => inRange(number, candidate));
+  return range && `in ${range.text} (${range.what})`;
+}
+
+/** An IP address as one number: 32 bits for IPv4, 128 for IPv6. */
+function addressNumber(address: string): bigint {
+  if (isIP(address) === 4) return address.split(".").reduce((number, byte) => (number << 8n) | BigInt(byte), 0n);
+  let text = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0) names an interface, not an address
+  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text); // ::ffff:1.2.3.4: the last two groups written as IPv4
+  if (tail) {
+    const ipv4 = addressNumber(tail[1]);
+    text = `${text.slice(0, tail.index)}${(ipv4 >> 16n).toString(16)}:${(ipv4 & 0xffffn).toString(16)}`;
+  }
+  const [head, rest] = text.split("::");
+  const groups = (part = "") => (part ? part.split(":") : []);
+  const zeros = Array<string>(8 - groups(head).length - groups(rest).length).fill("0"); // what "::" stands for
+  return [...groups(head), ...zeros, ...groups(rest)].reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
+}
+
+const dotted = (ipv4: bigint) => [24n, 16n, 8n, 0n].map((shift) => (ipv4 >> shift) & 255n).join(".");
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+let loopbackAllowed = false;
+
+/** Tests only: let web_fetch reach loopback, so a local server can play a slow or endless site. */
+export function allowLoopbackForTests(allow: boolean): void {
+  loopbackAllowed = allow;
+}
+
+type Resolver = (host: string) => Promise<string[]>;
+const systemResolver: Resolver = async (host) => (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+let resolveHost = systemResolver;
+
+/** Swap how host names are resolved (the replay and the tests have no DNS); no argument restores the system's. */
+export function useResolver(resolver: Resolver = systemResolver): void {
+  resolveHost = resolver;
+}
+
+/** A resolver from a table of host -> address. A name not in the table does not resolve. */
+export const resolverFrom =
+  (hosts: Record<string, string> = {}): Resolver =>
+  async (host) => {
+    if (!Object.hasOwn(hosts, host)) throw new Error(`${host} is not in the scenario's hosts`);
+    return [hosts[host]];
+  };
+
+
+/** Every address the URL's host stands for, each checked: one that is not public refuses the URL. */
+async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1"); // [::1] -> ::1
+  // `localhost`, `localhost.` and `x.localhost` mean this machine, whatever a resolver says.
+  const addresses = isIP(host) ? [host] : /^(.+\.)?localhost\.?$/i.test(host) ? ["127.0.0.1"] : await lookUp(host);
+  for (const address of addresses) {
+    const family = isIP(address);
+    if (family === 0) throw new Error(`${host} resolved to "${address}", which is not an IP address`);
+    if (loopbackAllowed && LOOPBACK.check(address, family === 6 ? "ipv6" : "ipv4")) continue;
+    const why = notPublic(address);
+    if (why) {
+      const what = address === host ? "is" : `resolves to ${address}, which is`;
+      throw new Error(`refused: ${url.hostname} ${what} ${why}; web_fetch only reaches the public internet`);
+    }
+  }
+  return addresses.map((address) => ({ address, family: isIP(address) }));
+}
+
+async function lookUp(host: string): Promise<string[]> {
+  const addresses = await resolveHost(host).catch((error: Error) => {
+    throw new Error(`cannot resolve ${host}: ${error.message}`);
+  });
+  if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
+  return addresses;
+}
+// #endregion web-address
+
+// #region html-to-text
+// The page is read once, left to right, as text and tags, and never built into a tree: the
+// time grows with the page's length however the tags nest, and nothing recurses. (Parsers
+// that build a tree, cheerio's among them, slow down with the square of the depth: 20,000
+// nested <div>s took seconds, a 10 MB page of them would take hours.)
+const DROPPED = new Set(["script", "style", "nav", "footer", "noscript", "svg", "template", "iframe"]);
+const BLOCKS = new Set(["address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6", "header", "li", "main", "ol", "p", "pre", "section", "table", "tr", "ul"]);
+// The marks a reader would see: "## " before a heading, "- " before a list item.
+const MARKS: Record<string, string> = { h1: "# ", h2: "## ", h3: "### ", h4: "#### ", h5: "##### ", h6: "###### ", li: "- " };
+// Their content is text up to their end tag, never tags (HTML's raw text elements).
+const RAW_TEXT = new Set(["script", "style", "noscript", "iframe", "textarea", "title"]);
+// No content and no end tag.
+const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"]);
+const TAGS_PER_LOOK = 20_000; // tags read between two looks at the clock
+
+/** HTML as a reader sees it: the title first, then one line per heading, paragraph and list item. */
+async function htmlToText(html: string, signal: AbortSignal): Promise<string> {
+  const page = new PageText();
+  let at = 0; // where the text not read yet starts
+  let tags = 0;
+  for (let lt = html.indexOf("<"); lt !== -1; lt = html.indexOf("<", Math.max(at, lt + 1))) {
+    if (!startsMarkup(html, lt)) continue; // as in "a < b": that "<" is text
+    page.text(html.slice(at, lt));
+    at = readMarkup(html, lt, page);
+    // A long page takes a while: now and then, let the fetch's time limit fire, and stop if it has.
+    if (++tags % TAGS_PER_LOOK === 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      signal.throwIfAborted();
+    }
+  }
+  page.text(html.slice(at));
+  return page.result();
+}
+
+/** "<p", "</p", "<!--", "<!doctype" and "<?xml" start markup; a "<" before anything else is text. */
+function startsMarkup(html: string, lt: number): boolean {
+  const next = html.charCodeAt(lt + 1);
+  return isLetter(next) || next === 0x21 || next === 0x2f || next === 0x3f; // ! / ?
+}
+
+const isLetter = (code: number) => (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
+
+/** Read the tag, comment or doctype at `lt` into `page`; where the text after it starts. */
+function readMarkup(html: string, lt: number, page: PageText): number {
+  const closing = html[lt + 1] === "/";
+  const nameStart = lt + (closing ? 2 : 1);
+  if (!isLetter(html.charCodeAt(nameStart))) {
+    // A comment ("<!-->" is a whole one too), a doctype, "<?xml ...?>" or "</ >": nothing to read.
+    return html.startsWith("<!--", lt) ? after(html, "-->", lt + 2) : after(html, ">", lt + 2);
+  }
+  let nameEnd = nameStart;
+  while (nameEnd < html.length && !" \t\n\r\f/>".includes(html[nameEnd])) nameEnd++;
+  const name = html.slice(nameStart, nameEnd).toLowerCase();
+  const end = endOfTag(html, nameEnd);
+  if (end === -1) return html.length; // a tag cut off by the end of the page is dropped, as a browser does
+  if (closing && name !== "br") {
+    page.close(name);
+    return end + 1;
+  }
+  if (!RAW_TEXT.has(name)) {
+    page.open(name);
+    return end + 1;
+  }
+  // A script, a style or the title: everything up to its end tag is its content.
+  const endTag = new RegExp(`</${name}`, "ig");
+  endTag.lastIndex = end + 1;
+  const close = endTag.exec(html)?.index ?? html.length;
+  page.raw(name, html.slice(end + 1, close));
+  return close === html.length ? close : after(html, ">", close);
+}
+
+/** Where the text after the next `marker` starts; the end of the page if none comes. */
+function after(html: string, marker: string, from: number): number {
+  const found = html.indexOf(marker, from);
+  return found === -1 ? html.length : found + marker.length;
+}
+
+/** The ">" that ends a tag, past any inside a quoted attribute value; -1 if the page ends first. */
+function endOfTag(html: string, from: number): number {
+  let valueNext = false; // right after "=", a quote starts a value
+  for (let i = from; i < html.length; i++) {
+    const c = html[i];
+    if (c === ">") return i;
+    if ((c === '"' || c === "'") && valueNext) {
+      i = html.indexOf(c, i + 1);
+      if (i === -1) return -1;
+    }
+    if (c === "=") valueNext = true;
+    else if (!" \t\n\r\f".includes(c)) valueNext = false;
+  }
+  return -1;
+}
+
+/** The text a reader sees, built as the text and tags arrive. */
+class PageText {
+  private parts: string[] = [];
+  private title: string | undefined;
+  // The open elements, innermost last. `counts` says how many of each name are open, so an
+  // end tag knows at once whether it closes anything; `hidden` counts the open elements that
+  // hide their content, `pre` the open <pre>s.
+  private stack: string[] = [];
+  private counts = new Map<string, number>();
+  private hidden = 0;
+  private pre = 0;
+
+  text(text: string) {
+    if (this.hidden > 0 || text === "") return;
+    text = decodeEntities(text);
+    // A line break in the HTML source is only a space, except inside <pre>.
+    this.parts.push(this.pre > 0 || !text.includes("\n") ? text : text.replace(/\n/g, " "));
+  }
+
+  raw(name: string, content: string) {
+    if (name === "title") this.title ??= decodeEntities(content).replace(/\s+/g, " ").trim();
+    else if (!DROPPED.has(name)) this.text(content); // a <textarea>'s text
+  }
+
+  open(name: string) {
+    if (this.hidden === 0 && BLOCKS.has(name)) this.parts.push("\n");
+    if (this.hidden === 0 && MARKS[name]) this.parts.push(MARKS[name]);
+    if (VOID.has(name)) return;
+    this.stack.push(name);
+    this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+    if (DROPPED.has(name)) this.hidden++;
+    if (name === "pre") this.pre++;
+  }
+
+  /** An end tag closes its element and any still open inside it; one that matches nothing is ignored. */
+  close(name: string) {
+    if (!this.counts.get(name)) return;
+    let closed: string;
+    do {
+      closed = this.stack.pop()!;
+      this.counts.set(closed, this.counts.get(closed)! - 1);
+      if (DROPPED.has(closed)) this.hidden--;
+      if (closed === "pre") this.pre--;
+      if (this.hidden === 0 && BLOCKS.has(closed)) this.parts.push("\n");
+    } while (closed !== name);
+  }
+
+  result(): string {
+    // Layout whitespace goes, including indentation inside <pre>, and so do empty lines: the
+    // text matters here, not the look.
+    const text = this.parts
+      .join("")
+      .replace(/[^\S\n]{2,}|[^\S\n ]/g, " ") // a run of spaces, tabs and the like becomes one space
+      .replace(/ ?\n\s*/g, "\n") // spaces around a line break go, and so do empty lines
+      .trim();
+    return this.title ? `${this.title}\n\n${text}` : text;
+  }
+}
+
+// The character references pages use most; any other is left as written. HTML's Latin-1
+// names stand for U+00A0 to U+00FF, in this order.
+const LATIN1 =
+  "nbsp iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn sup2 sup3 acute micro para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest Agrave Aacute Acirc Atilde Auml Aring AElig Ccedil Egrave Eacute Ecirc Euml Igrave Iacute Icirc Iuml ETH Ntilde Ograve Oacute Ocirc Otilde Ouml times Oslash Ugrave Uacute Ucirc Uuml Yacute THORN szlig agrave aacute acirc atilde auml aring aelig ccedil egrave eacute ecirc euml igrave iacute icirc iuml eth ntilde ograve oacute ocirc otilde ouml divide oslash ugrave uacute ucirc uuml yacute thorn yuml";
+const ENTITIES: Record<string, string> = {
+  ...Object.fromEntries(LATIN1.split(" ").map((name, i) => [name, String.fromCharCode(0xa0 + i)])),
+  amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", ndash: "–", mdash: "—", lsquo: "‘", rsquo: "’", ldquo: "“", rdquo: "”",
+  hellip: "…", bull: "•", trade: "™", euro: "€", larr: "←", rarr: "→", minus: "−", le: "≤", ge: "≥", ne: "≠", thinsp: "\u2009",
+};
+
+/** `&amp;`, `&eacute;`, `&#233;` and `&#xE9;` as the characters they stand for. */
+function decodeEntities(text: string): string {
+  if (!text.includes("&")) return text;
+  return text.replace(/&(?:#(\d{1,7})|#x([\da-f]{1,6})|([a-z][a-z\d]{1,31}));/gi, (whole, decimal, hex, name) => {
+    if (name) return Object.hasOwn(ENTITIES, name) ? ENTITIES[name] : whole;
+    const code = decimal ? Number(decimal) : parseInt(hex, 16);
+    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : "\uFFFD";
+  });
+}
+// #endregion html-to-text
+
+// #region ask-user
+// The loop needs no change to wait for a person: it awaits every handler, and this one
+// resolves when the person answers. The question is read from the same terminal as the
+// stage's prompt (lib/terminal.ts), so the two never both wait for the same line.
+const MAX_OPTIONS = 4;
+const ANSWER_PROMPT = "answer> ";
+const NO_ONE_THERE = "no person at the terminal";
+const NO_ANSWER = "the input ended or the person pressed Ctrl-C";
+const noOneAnswered = (why: string) => `No one answered (${why}). Decide without them, choosing the safe option.`;
+
+async function askUser(input: Record<string, unknown>): Promise<string> {
+  const question = requireString(input, "question").trim();
+  if (question === "") throw new Error('"question" is empty; write the question the person should answer');
+  const options = readOptions(input.options);
+  const person = terminal();
+  // Waiting for someone who is not there would hang the agent: answer at once instead.
+  if (!person.hasPerson) return noOneAnswered(NO_ONE_THERE);
+
+  console.log(`\n${question}`);
+  options.forEach((option, i) => console.log(`  ${i + 1}. ${option}`));
+  console.log(options.length > 0 ? "  (type a number or your own answer)" : "  (type your answer)");
+  while (true) {
+    // fresh: a line the person typed before the question appeared stays for the stage's prompt.
+    const line = await person.ask(ANSWER_PROMPT, { fresh: true });
+    if (line === null) return noOneAnswered(NO_ANSWER);
+    const answer = line.trim();
+    if (answer === "") {
+      console.log("  (an empty line is not an answer; press Ctrl-C to leave the question unanswered)");
+      continue;
+    }
+    // A number picks an option. Anything else is the person's own words, passed on as typed.
+    if (options.length > 0 && /^\d+$/.test(answer)) {
+      const choice = Number(answer);
+      if (choice >= 1 && choice <= options.length) return `The person chose option ${choice}: ${JSON.stringify(options[choice - 1])}`;
+      console.log(`  There is no option ${answer}: type a number from 1 to ${options.length}, or your own answer.`);
+      continue;
+    }
+    return `The person answered: ${JSON.stringify(answer)}`;
+  }
+}
+
+/** The options the model gave, checked: none (an open question) or 2 to 4 distinct strings. */
+function readOptions(value: unknown): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || !value.every((option) => typeof option === "string")) {
+    throw new Error('"options" must be a list of strings');
+  }
+  const options = value.map((option: string) => option.trim());
+  if (options.length === 0) return []; // an empty list is what some models send for "no options"
+  if (options.length < 2 || options.length > MAX_OPTIONS) {
+    throw new Error(`"options" must hold 2 to ${MAX_OPTIONS} choices, not ${options.length}; leave it out for an open question`);
+  }
+  if (options.includes("")) throw new Error('"options" has an empty choice');
+  // "Yes" and "yes" would look like the same choice to the person.
+  const seen = new Set(options.map((option) => option.toLowerCase()));
+  if (seen.size < options.length) throw new Error('"options" has the same choice twice; each must differ');
+  return options;
+}
+// #endregion ask-user
+
+// #region settings
+// What .agent/settings.json in the workspace may say: the seed's keys and nothing else, as a
+// JSON Schema checked before anything starts, so a typo (`mcpServer`) is named rather than
+// quietly doing nothing.
+const SETTINGS_FILE = ".agent/settings.json";
+
+/** One entry of mcpServers: `timeout` in milliseconds (to start, and for each call); `trust`: its tools run without asking. */
+type ServerSettings = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeout?: number; trust?: boolean };
+type Settings = { tools?: { toolDiscoveryCommand?: string; toolCallCommand?: string }; mcpServers?: Record<string, ServerSettings> };
+
+const checkSettings = ajv.compile({
+  type: "object",
+  properties: {
+    tools: {
+      type: "object",
+      properties: { toolDiscoveryCommand: { type: "string", minLength: 1 }, toolCallCommand: { type: "string", minLength: 1 } },
+      dependencies: { toolDiscoveryCommand: ["toolCallCommand"] }, // a tool found must have a way to run
+      additionalProperties: false,
+    },
+    mcpServers: {
+      type: "object",
+      additionalProperties: {
+        type: "object",
+        properties: {
+          command: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } },
+          env: { type: "object", additionalProperties: { type: "string" } }, cwd: { type: "string" },
+          timeout: { type: "integer", minimum: 1 }, trust: { type: "boolean" },
+        },
+        required: ["command"],
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+});
+
+/** The settings of the workspace `root`. With a mistake in them, none: one line names the file, the place and the problem. */
+function readSettings(root: string): { settings: Settings; problem?: string } {
+  const file = path.join(root, SETTINGS_FILE);
+  if (!existsSync(file)) return { settings: {} };
+  let data: unknown;
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+    data = JSON.parse(text);
+  } catch (error) {
+    return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
+  }
+  if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
+  return { settings: data as Settings };
+}
+
+/** Where JSON.parse stopped, as a line and a column a person can find. */
+function jsonError(text: string, error: Error): string {
+  const position = Number(/at position (\d+)/.exec(error.message)?.[1]);
+  const reason = error.message.replace(/ in JSON at position \d+.*$/, "");
+  if (!Number.isInteger(position)) return reason;
+  const before = text.slice(0, position).split("\n");
+  return `line ${before.length}, column ${before.at(-1)!.length + 1}: ${reason}`;
+}
+
+/** ajv's findings, each with its place: `mcpServers.docs.args must be an array`. */
+function placedErrors(errors: ErrorObject[], whole: string): string {
+  return errors
+    .map((error) => {
+      const place = error.instancePath.slice(1).replaceAll("/", ".");
+      const { params } = error;
+      if (error.keyword === "additionalProperties") return `${place ? `${place}: ` : ""}unknown setting "${params.additionalProperty}"`;
+      if (error.keyword === "required") return `${place ? `${place}: ` : ""}"${params.missingProperty}" is missing`;
+      if (error.keyword === "type") return `${place || whole} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
+      return `${place || whole} ${error.message}`;
+    })
+    .join("; ");
+}
+// #endregion settings
+
+// #region command-tools
+// The seed's command-based discovery: the project lists its tools by printing function
+// declarations, and runs one when asked. The agent knows nothing else about them.
+
+/** How long the agent waits for what runs outside it, in milliseconds (exported so tests can shorten them). */
+export const TIME_LIMITS = { discovery: 30_000, call: DEFAULT_TIMEOUT * 1000, serverStart: 30_000, serverCall: DEFAULT_TIMEOUT * 1000 };
+
+/**
+ * A tool found outside the program, before the registry gives it its final name: `wanted` is
+ * the name its source asks for (`bump_version`, `docs__read_page`), `original` its name there,
+ * which a call uses, and `origin` where it came from, for the person.
+ */
+interface FoundTool {
+  wanted: string;
+  original: string;
+  origin: string;
+  displayName: string;
+  description: string;
+  schema: Record<string, unknown>;
+  trusted: boolean;
+  run(params: Params, signal: AbortSignal): Promise<ToolResult>;
+}
+
+/** What one source brought: its tools, and in words what went wrong. */
+type Found = { source: string; tools: FoundTool[]; problems: string[] };
+
+// A function declaration, as the seed describes them: a name, a description, parameters.
+const checkDeclaration = ajv.compile({
+  type: "object",
+  properties: { name: { type: "string", minLength: 1 }, description: { type: "string" }, parameters: { type: "object", properties: { type: { const: "object" } }, required: ["type"] } },
+  required: ["name"],
+});
+
+/** Run the discovery command; each function declaration it prints becomes a tool that runs the call command. */
+async function toolsFromCommand(discover: string, callCommand: string): Promise<Found> {
+  const found: Found = { source: "discovery command", tools: [], problems: [] };
+  let declarations: unknown;
+  try {
+    const run = await runOutside(discover, [], "", TIME_LIMITS.discovery);
+    if (run.code !== 0) throw new Error(`it exited with code ${run.code}: ${lastLine(run.stderr) || "(nothing on stderr)"}`);
+    try {
+      declarations = JSON.parse(run.stdout);
+    } catch {
+      throw new Error(`it printed something that is not JSON: ${JSON.stringify(clip(run.stdout.trim(), 80, "head"))}`);
+    }
+    if (!Array.isArray(declarations)) throw new Error("it printed JSON, but not a list of function declarations");
+  } catch (error) {
+    found.problems.push(`could not list its tools: ${(error as Error).message}`);
+    return found;
+  }
+  for (const [i, declaration] of declarations.entries()) {
+    if (!checkDeclaration(declaration)) {
+      found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], "it")}`);
+      continue;
+    }
+    const { name, description = "", parameters } = declaration as { name: string; description?: string; parameters?: Record<string, unknown> };
+    found.tools.push({
+      ...{ wanted: name, original: name, origin: "discovery command", displayName: name, trusted: false },
+      description: `${description}\n(A tool of this project, found by its discovery command.)`.trim(),
+      schema: parameters ?? { type: "object", properties: {} },
+      run: (params, signal) => callCommandTool(callCommand, name, params, signal),
+    });
+  }
+  return found;
+}
+
+/** `toolCallCommand <name>`, the arguments as JSON on stdin: stdout is the result, a failure is stderr. */
+async function callCommandTool(callCommand: string, name: string, params: Params, signal: AbortSignal): Promise<ToolResult> {
+  const run = await runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal);
+  if (run.code !== 0) throw new Error(`${name} failed (exit code ${run.code}): ${run.stderr.trim() || run.stdout.trim() || "no output"}`);
+  const text = run.stdout || "(no output)";
+  return { llmContent: text, returnDisplay: text };
+}
+
+/**
+ * Run a command of the settings with bash in the workspace. `args` follow it as words of
+ * their own ("$@"), so a tool's name is never read as shell code; `input` goes to stdin.
+ * Like bash's commands it gets a mark, so a timeout or Ctrl-C ends all it started. --norc:
+ * a bash whose stdin is a socket (as Node's pipes are) may read ~/.bashrc as if over ssh.
+ */
+function runOutside(command: string, args: string[], input: string, ms: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const mark = newCommandMark();
+    const child = spawn("bash", ["--norc", "-c", `${command} "$@"`, "bash", ...args], { cwd: workspace(), detached: true, env: { ...process.env, [COMMAND_MARK]: mark } });
+    if (child.pid) commandGroups.add(child.pid);
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (chunk: Buffer) => void (stdout.length < MAX_FILE_BYTES && (stdout += chunk)));
+    child.stderr.on("data", (chunk: Buffer) => void (stderr = (stderr + chunk).slice(-MAX_OUTPUT)));
+    child.stdin.on("error", () => {}); // a command that never reads its input
+    child.stdin.end(input);
+    const stop = (why: string) => {
+      clearTimeout(timer);
+      endProcesses(`${mark}\0`, [child.pid!]);
+      reject(new Error(`${why}; it was ended`));
+    };
+    const timer = setTimeout(() => stop(`no answer within ${ms / 1000} s`), ms);
+    const onAbort = () => stop("cancelled by the user");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve({ stdout, stderr, code });
+    });
+  });
+}
+
+const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
+// #endregion command-tools
+
+// #region mcp
+// MCP servers through the official SDK over stdio: the agent starts each server as a process,
+// asks for its tools (tools/list) and calls them (tools/call) on its stdin and stdout. The
+// SDK is loaded only when a server is configured, so the program still starts at once.
+
+/** A server the agent started: its client and process, and why it stopped, once it has. */
+interface Connection {
+  name: string;
+  client: Client;
+  transport: StdioClientTransport;
+  /** bash's mark in its environment: what it starts carries it too. */
+  mark: string;
+  /** The last of what the server wrote to stderr: often the reason it failed. */
+  stderr: string;
+  stopped?: string;
+}
+
+const connections: Connection[] = [];
+// The SDK's error codes for "no answer in time" and "the connection closed".
+const [REQUEST_TIMEOUT, CONNECTION_CLOSED] = [-32001, -32000];
+
+/** Start one server and list its tools, within its time limit; a server that fails is stopped and named. */
+async function toolsFromServer(name: string, server: ServerSettings, root: string): Promise<Found> {
+  const found: Found = { source: `MCP server ${name}${server.trust ? " (trusted)" : ""}`, tools: [], problems: [] };
+  const cwd = path.resolve(root, server.cwd ?? ".");
+  if (!existsSync(cwd)) return { ...found, problems: [`could not start: its cwd ${cwd} does not exist`] };
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+  // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
+  // mark is bash's: when the program ends, bash's exit handler ends every process that carries
+  // it, so a server and whatever it started end with the program (on Linux; elsewhere a
+  // server sees its stdin close, and a well-made server stops).
+  const mark = newCommandMark();
+  const env = { ...getDefaultEnvironment(), ...server.env, [COMMAND_MARK]: mark };
+  const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
+  const connection: Connection = { name, client: new Client({ name: "agent-workbook-s08", version: "1.0.0" }), transport, mark, stderr: "" };
+  transport.stderr?.on("data", (chunk: Buffer) => (connection.stderr = (connection.stderr + chunk).slice(-2000)));
+  connection.client.onclose = () => (connection.stopped ??= `it stopped${connection.stderr ? `: ${lastLine(connection.stderr)}` : ""}`);
+  connections.push(connection);
+  const limit = server.timeout ?? TIME_LIMITS.serverStart;
+  const deadline = AbortSignal.timeout(limit);
+  try {
+    await connection.client.connect(transport, { signal: deadline, timeout: limit });
+    const { tools } = await connection.client.listTools(undefined, { signal: deadline, timeout: limit });
+    for (const tool of tools) {
+      found.tools.push({
+        ...{ wanted: `${name}__${tool.name}`, original: tool.name, origin: `MCP server ${name}${server.trust ? ", trusted" : ""}`, displayName: `${name}: ${tool.name}`, trusted: server.trust === true },
+        description: tool.description ?? `The tool ${tool.name} of the MCP server ${name}.`,
+        schema: tool.inputSchema,
+        run: (params, signal) => callServerTool(connection, tool.name, params, signal, server.timeout ?? TIME_LIMITS.serverCall),
+      });
+    }
+  } catch (error) {
+    const why = deadline.aborted
+      ? `no answer within ${limit / 1000} s, so it was stopped`
+      : (error as NodeJS.ErrnoException).code === "ENOENT"
+        ? `"${server.command}" was not found`
+        : (connection.stopped ?? (error as Error).message);
+    found.problems.push(`could not start: ${why}`);
+    await closeConnection(connection, "kill");
+  }
+  return found;
+}
+
+/** tools/call on the server; an error result, a timeout or a server that stopped becomes a clear error. */
+async function callServerTool(connection: Connection, tool: string, params: Params, signal: AbortSignal, limit: number): Promise<ToolResult> {
+  const gone = "its tools work again when the agent starts again";
+  if (connection.stopped) throw new Error(`the MCP server ${connection.name} is not running (${connection.stopped}); ${gone}`);
+  let result: { content?: McpContent[]; isError?: boolean };
+  try {
+    result = (await connection.client.callTool({ name: tool, arguments: params }, undefined, { signal, timeout: limit })) as typeof result;
+  } catch (error) {
+    const code = (error as { code?: number }).code;
+    if (signal.aborted) throw error;
+    if (code === REQUEST_TIMEOUT) throw new Error(`the MCP server ${connection.name} gave no answer within ${limit / 1000} s`);
+    if (code === CONNECTION_CLOSED) throw new Error(`the MCP server ${connection.name} stopped during the call (${connection.stopped ?? "connection closed"}); ${gone}`);
+    throw error;
+  }
+  const content = toContent(result.content ?? []);
+  const shown = content.map((block) => (block.type === "text" ? block.text : `[image, ${block.source.type === "base64" ? block.source.media_type : "url"}]`)).join("\n");
+  // An error result (isError) is the tool's answer, not the server's failure: it goes back as is_error.
+  if (result.isError) throw new Error(shown || `${tool} failed and said nothing`);
+  return { llmContent: content, returnDisplay: shown };
+}
+
+type McpContent =
+  | { type: "text"; text: string }
+  | { type: "image" | "audio"; data: string; mimeType: string }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } }
+  | { type: "resource_link"; uri: string; name?: string };
+
+const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
+const MAX_IMAGE_BASE64 = 5 * 1024 * 1024; // the API takes images of up to 5 MB
+
+/** An MCP result as tool_result content: text as text, an image the API takes as an image, anything else named in words. */
+function toContent(parts: McpContent[]): (TextBlockParam | ImageBlockParam)[] {
+  const text = (value: string): TextBlockParam => ({ type: "text", text: value });
+  const image = (mimeType: string | undefined, data: string | undefined): ImageBlockParam | undefined => {
+    const media = IMAGE_TYPES.find((type) => type === mimeType);
+    return media && data && data.length <= MAX_IMAGE_BASE64 ? { type: "image", source: { type: "base64", media_type: media, data } } : undefined;
+  };
+  if (parts.length === 0) return [text("(no content)")];
+  return parts.map((part) => {
+    if (part.type === "text") return text(part.text);
+    if (part.type === "image") return image(part.mimeType, part.data) ?? text(`[an image of type ${part.mimeType}, which cannot be shown to the model]`);
+    if (part.type === "resource") {
+      const { uri, mimeType, text: body, blob } = part.resource;
+      if (body !== undefined) return text(`[resource ${uri}]\n${body}`);
+      return image(mimeType, blob) ?? text(`[resource ${uri}: ${mimeType ?? "binary"} data, not shown]`);
+    }
+    if (part.type === "resource_link") return text(`[resource link ${part.uri}${part.name ? ` (${part.name})` : ""}]`);
+    return text(`[${part.type} content, which cannot be shown to the model]`);
+  });
+}
+
+/** Close one server: politely (stdin closes, then SIGTERM) or, for one that hangs, at once. */
+async function closeConnection(connection: Connection, how: "close" | "kill" = "close"): Promise<void> {
+  const pid = connection.transport.pid;
+  if (how === "kill" && pid) killServer(pid);
+  await connection.client.close().catch(() => {});
+  endProcesses(`${connection.mark}\0`, []); // and whatever it started
+}
+
+function killServer(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {} // it has ended already
+}
+// #endregion mcp
+
+// #region discovery
+/** Where each tool found outside came from, by its registered name; a tool not here is built in. */
+const origins = new Map<string, string>();
+
+/**
+ * Read the workspace's settings, run the discovery command and start the MCP servers, all at
+ * once, and register what they offer. Resolves when every source has answered or run out of
+ * time; what failed is said in one line each, and everything else works. TOOLS is refilled in
+ * place: it is the array the loop sends, so the model sees the new tools at its next request.
+ */
+export async function discoverTools(): Promise<{ tools: string[]; problems: string[] }> {
+  const root = workspace();
+  const { settings, problem } = readSettings(root);
+  await dropDiscoveredTools();
+  const report = { tools: [] as string[], problems: [] as string[] };
+  if (problem) {
+    report.problems.push(problem);
+    console.log(`[tools] ${problem}; only the built-in tools are used`);
+    return report;
+  }
+  const { toolDiscoveryCommand, toolCallCommand } = settings.tools ?? {};
+  // Each source says what went wrong rather than throwing; should one throw all the same, it
+  // becomes that source's problem, and the others are still registered.
+  const settle = (source: string, found: Promise<Found>) => found.catch((error: Error): Found => ({ source, tools: [], problems: [error.message] }));
+  const sources = await Promise.all([
+    ...(toolDiscoveryCommand && toolCallCommand ? [settle("discovery command", toolsFromCommand(toolDiscoveryCommand, toolCallCommand))] : []),
+    ...Object.entries(settings.mcpServers ?? {}).map(([name, server]) => settle(`MCP server ${name}`, toolsFromServer(name, server, root))),
+  ]);
+  // Registered in the order of the settings, whichever answered first, so the names are the same every time.
+  for (const found of sources) {
+    const names = found.tools.flatMap((tool) => register(tool, found));
+    if (names.length > 0 || found.problems.length === 0) console.log(`[tools] ${found.source}: ${names.join(", ") || "no tools"}`);
+    for (const problem of found.problems) console.log(`[tools] ${found.source}: ${problem}`);
+    report.tools.push(...names);
+    report.problems.push(...found.problems.map((problem) => `${found.source}: ${problem}`));
+  }
+  TOOLS.splice(0, TOOLS.length, ...registry.getFunctionDeclarations());
+  return report;
+}
+
+/** Register one found tool under a valid, free name; [] when its schema cannot be used. */
+function register(found: FoundTool, from: Found): string[] {
+  const name = freeName(found.wanted);
+  let tool: AgentTool;
+  try {
+    tool = outsideTool(name, found);
+  } catch (error) {
+    from.problems.push(`"${found.wanted}" was left out: its parameter schema is not valid JSON Schema (${(error as Error).message})`);
+    return [];
+  }
+  registry.registerTool(tool);
+  origins.set(name, found.origin + (name === found.wanted ? "" : `, where it is called "${found.original}"`));
+  return [name];
+}
+
+/** A name the API takes (letters, digits, _ and -, at most 64 characters) that no tool has yet. */
+function freeName(wanted: string): string {
+  const valid = (wanted.replace(/[^A-Za-z0-9_-]/g, "_") || "_").slice(0, 64);
+  let name = valid;
+  for (let n = 2; registry.getTool(name); n++) name = `${valid.slice(0, 63 - String(n).length)}_${n}`;
+  return name;
+}
+
+// Schemas written by others: keywords and formats this validator does not know are let
+// through rather than refused (the tool checks its own input too).
+const outsideAjv = new Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false });
+
+/** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
+function outsideTool(name: string, found: FoundTool): AgentTool {
+  // `$schema` names a draft the API may not take; the rest is sent as it came.
+  const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
+  const validate = outsideAjv.compile(schema);
+  return {
+    name,
+    displayName: found.displayName,
+    description: found.description,
+    kind: "execute",
+    parameterSchema: schema,
+    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    getDescription: (params) => JSON.stringify(params),
+    shouldConfirmExecute: async (params) => (found.trusted ? false : { title: `Run ${found.displayName} (${found.origin})?`, details: JSON.stringify(params, null, 2) }),
+    execute: found.run,
+  };
+}
+
+/** Take out every tool found outside, and end their servers (before discovery runs again, and at the end). */
+export async function dropDiscoveredTools(): Promise<void> {
+  for (const name of origins.keys()) registry.unregisterTool(name);
+  origins.clear();
+  TOOLS.splice(0, TOOLS.length, ...registry.getFunctionDeclarations());
+  await Promise.all(connections.splice(0).map((connection) => closeConnection(connection)));
+}
+
+/** `--list-tools`: every tool the model would see here, and where it came from. Exit code 1 if something failed. */
+async function listTools(): Promise<number> {
+  const { problems } = await discoverTools();
+  const tools = registry.getAllTools();
+  const width = Math.max(...tools.map((tool) => tool.name.length));
+  console.log(`${tools.length} tools in ${workspace()}:`);
+  for (const tool of tools) console.log(`  ${tool.name.padEnd(width)}  ${origins.get(tool.name) ?? "built in"}`);
+  return problems.length > 0 ? 1 : 0;
+}
+// #endregion discovery
+
+// #region todo
+// The model's plan, kept by the harness for the whole session, across turns. The model sends
+// the whole list each time and it replaces the one before: there is no "add" or "tick" to get
+// wrong, and the list is exactly what the model last sent, or what it had before a refusal.
+type TodoStatus = "pending" | "in_progress" | "completed";
+
+interface Todo {
+  id: string;
+  content: string;
+  status: TodoStatus;
+}
+
+const MAX_TODOS = 20;
+let todos: Todo[] = [];
+
+/** The rules a new list must keep, by the name a refusal gives: `broken` says how a list breaks one. */
+const TODO_RULES: { rule: string; broken: (list: Todo[]) => string | undefined }[] = [
+  { rule: `at most ${MAX_TODOS} items`, broken: (list) => (list.length > MAX_TODOS ? `the list has ${list.length}` : undefined) },
+  {
+    rule: "ids unique",
+    broken: (list) => {
+      const again = list.find((item, i) => list.findIndex((other) => other.id === item.id) !== i);
+      return again && `the id "${again.id}" is used more than once`;
+    },
+  },
+  {
+    rule: "content not empty",
+    broken: (list) => {
+      const empty = list.find((item) => item.content.trim() === "");
+      return empty && `item "${empty.id}" has no content`;
+    },
+  },
+  {
+    // One thing at a time: a person reading the list knows what the agent is doing now.
+    rule: "at most one item in_progress",
+    broken: (list) => {
+      const busy = list.filter((item) => item.status === "in_progress").map((item) => `"${item.id}"`);
+      return busy.length > 1 ? `${busy.length} items are in_progress (${busy.join(", ")})` : undefined;
+    },
+  },
+];
+
+const todoWriteTool = defineTool({
+  name: "todo_write",
+  displayName: "TodoWrite",
+  // "read": it changes no file and runs no command, only the agent's own plan, so no approval
+  // mode stops it (planning is what plan mode is for), and s06's approval code stays as it was.
+  kind: "read",
+  description:
+    "Write your plan for a task of three steps or more as a todo list, and keep it current. Send the whole list every time: it replaces the list before. " +
+    `Mark an item in_progress before you start it (one at a time) and completed as soon as it is done. At most ${MAX_TODOS} items, ids unique, content not empty. An empty list clears it.`,
+  parameterSchema: {
+    type: "object",
+    properties: {
+      todos: {
+        type: "array",
+        description: "The whole list, in the order of the work.",
+        items: {
+          type: "object",
+          properties: {
+            id: { type: "string", description: "A short id, unique in the list." },
+            content: { type: "string", description: "What to do, in a few words." },
+            status: { type: "string", enum: ["pending", "in_progress", "completed"] },
+          },
+          required: ["id", "content", "status"],
+          additionalProperties: false,
+        },
+      },
+    },
+    required: ["todos"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => summary(params.todos as Todo[]),
+  async execute(params) {
+    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));
+    const broken = TODO_RULES.flatMap(({ rule, broken }) => {
+      const how = broken(list);
+      return how ? [`"${rule}" (${how})`] : [];
+    });
+    // A refused list changes nothing: the model reads which rule, and the list it still has.
+    if (broken.length > 0) {
+      throw new Error(`the list was refused: it breaks the rule ${broken.join(" and the rule ")}. The list is unchanged:\n${checklist(todos, { ids: true })}`);
+    }
+    todos = list;
+    // The person reads the plan; the model, which wrote it, needs only to know it was kept.
+    return { llmContent: todos.length === 0 ? "Todo list cleared." : `Todo list saved: ${summary(todos)}.`, returnDisplay: checklist(todos) };
+  },
+});
+
+const TODO_MARKS: Record<TodoStatus, string> = { pending: "[ ]", in_progress: "[>]", completed: "[x]" };
+
+/** The list as a checklist, one line per item in the model's order; with ids for the model. */
+function checklist(list: Todo[], { ids = false } = {}): string {
+  if (list.length === 0) return "(the todo list is empty)";
+  return list.map((item) => `${TODO_MARKS[item.status]} ${ids ? `${item.id}: ` : ""}${item.content.replace(/\s+/g, " ").trim()}`).join("\n");
+}
+
+/** "3 items: 1 completed, 1 in_progress, 1 pending" */
+function summary(list: Todo[]): string {
+  const count = (status: TodoStatus) => list.filter((item) => item.status === status).length;
+  if (list.length === 0) return "an empty list";
+  if (count("completed") === list.length) return `all ${list.length} item${list.length === 1 ? "" : "s"} completed`;
+  return `${list.length} item${list.length === 1 ? "" : "s"}: ${count("completed")} completed, ${count("in_progress")} in_progress, ${count("pending")} pending`;
+}
+
+const openItems = () => todos.filter((item) => item.status !== "completed");
+
+/** The list as it stands, for tests and the exercise's checks (the model reads it only as it wrote it). */
+export const todoList = (): readonly Todo[] => todos;
+// #endregion todo
+
+// #region reminder
+// Deep in a task, a model forgets its plan: the list still says "write the test" long after
+// the test passed. So the harness counts the model's replies since the list last changed;
+// after REMIND_AFTER replies in a row with items open, a short reminder goes to the model.
+// Where it goes is the lesson. As a message of its own it would stand between a tool_use and
+// its tool_result, or make a second user message in a row, and the API refuses a request in
+// which a tool_use is not answered by the very next message. So it rides inside the text of
+// a tool result, which the model reads anyway.
+const REMIND_AFTER = 3;
+let repliesSinceUpdate = 0;
+let reminderDue = false;
+
+/**
+ * Each reply of the model comes here once: through runTools when it asked for tools, through
+ * endTurn when it ended the turn. The count goes on across turns, as the list does.
+ */
+function countReply(listUpdated: boolean): void {
+  if (listUpdated || openItems().length === 0) {
+    repliesSinceUpdate = 0;
+    reminderDue = false;
+    return;
+  }
+  repliesSinceUpdate += 1;
+  if (repliesSinceUpdate < REMIND_AFTER) return;
+  repliesSinceUpdate = 0; // after a reminder the count starts again
+  reminderDue = true;
+}
+
+/**
+ * The results of one reply's calls, after counting the reply: a due reminder is added to the
+ * end of the last result, the one the model reads last. One due when a turn ended (no
+ * results then) waits here for the next reply's results.
+ */
+function withReminder(calls: ToolUseBlock[], results: ToolResultBlockParam[]): ToolResultBlockParam[] {
+  countReply(calls.some((call, i) => call.name === todoWriteTool.name && results[i]?.is_error !== true));
+  const last = results.at(-1);
+  if (!reminderDue || !last) return results;
+  reminderDue = false;
+  const note = reminder();
+  console.log(dim(`  [reminder for the model, added to this result: the todo list has not changed in ${REMIND_AFTER} replies]`));
+  // After the tool's own text, with one blank line between: the result is still whole.
+  const content = typeof last.content === "string" ? `${last.content}${last.content.endsWith("\n") ? "\n" : "\n\n"}${note}` : [...(last.content ?? []), { type: "text" as const, text: note }];
+  return [...results.slice(0, -1), { ...last, content }];
+}
+
+/** Short, and marked as the harness's words, so the model does not take it for the tool's output. */
+function reminder(): string {
+  const current = todos.find((item) => item.status === "in_progress");
+  const now = current ? `"${clip(current.content, 100, "head")}" is in_progress` : "none is in_progress";
+  return (
+    `<reminder>From the harness, not the tool: your todo list has not changed in your last ${REMIND_AFTER} replies, and ${openItems().length} of its ${todos.length} items are open (${now}). ` +
+    `If you have finished or started an item, send the whole list again with todo_write; if not, carry on.</reminder>`
+  );
+}
+
+/** A new session has no plan yet: the offline replay calls this (through prepareReplay) before its first prompt. */
+function resetTodos(): void {
+  todos = [];
+  repliesSinceUpdate = 0;
+  reminderDue = false;
+}
+// #endregion reminder
+
+// #region subagent
+// A subagent is the same agent with a clean slate: fresh messages, a system prompt of its own,
+// the parent's tools but `task`, and a budget of model calls. It runs its own small loop inside
+// the task tool, so the parent's loop does not change: to the parent, a subagent is one tool
+// call. Only its last answer comes back; the files it read and the commands it ran stay in its
+// messages, which are dropped when it ends.
+const CHILD_MAX_CALLS = 30;
+
+/** The subagent whose code is running now, if any: its steps are shown under its label. */
+const childRun = new AsyncLocalStorage<{ label: string }>();
+
+const childSystemPrompt = () =>
+  `You are a subagent working in ${workspace()}. Another agent gave you one task: do it with your tools, then answer with a short report of what you found or did, naming paths. ` +
+  `Your report is all the other agent will see of your work. You have at most ${CHILD_MAX_CALLS} model calls. Edits and commands may need a person's approval; if one is refused, say so in your report.`;
+
+/** The parent's tools but task: a subagent cannot start another, so there is no recursion. */
+const childTools = (): Tool[] => TOOLS.filter((tool) => tool.name !== taskTool.name);
+
+const taskTool = defineTool({
+  name: "task",
+  displayName: "Task",
+  // The task reads nothing and changes nothing itself: every edit or command of its subagent
+  // goes through the same approval as the parent's, call by call. So it is a "read": it never
+  // asks on its own, plan mode lets a subagent look around, and several tasks in one reply run
+  // at the same time (s06's runTools runs reads side by side).
+  kind: "read",
+  description:
+    "Hand a side task to a subagent: it starts with a fresh context (none of this conversation), has bash, read_file, write_file and edit_file, " +
+    `works through up to ${CHILD_MAX_CALLS} model calls, and returns only its final answer. Use it for work that takes much reading, so that reading does not fill your context. ` +
+    "The prompt must say everything the subagent needs: it knows nothing else. Several task calls in one reply run at the same time.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      description: { type: "string", description: "A few words naming the task; the person sees the subagent's steps under it." },
+      prompt: { type: "string", description: "The whole task for the subagent, and what its answer should contain." },
+    },
+    required: ["description", "prompt"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.description),
+  async execute(params, signal) {
+    const [description, prompt] = [String(params.description).trim(), String(params.prompt).trim()];
+    if (!description || !prompt) throw new Error(`the ${description ? "prompt" : "description"} is empty: say what the subagent should do`);
+    const { answer, figures } = await runChild(description, prompt, signal);
+    return { llmContent: `${answer}\n\n[${figures}]`, returnDisplay: figures };
+  },
+});
+
+/** What a subagent spent, for the line the parent and the person see. */
+interface Spent {
+  calls: number;
+  toolCalls: number;
+  input: number;
+  output: number;
+}
+
+const figuresOf = (spent: Spent) =>
+  `subagent: ${spent.calls} model call${spent.calls === 1 ? "" : "s"}, ${spent.toolCalls} tool call${spent.toolCalls === 1 ? "" : "s"}, ` +
+  `${spent.input + spent.output} tokens (${spent.input} in, ${spent.output} out)`;
+
+/**
+ * The subagent's loop: the agent loop's shape with a limit, its own messages and its own
+ * system prompt and tools. Its calls go through the parent's runTools, so the same validation,
+ * approval and Ctrl-C apply. A failure throws, with the figures: runTool makes it an is_error.
+ */
+async function runChild(description: string, prompt: string, signal: AbortSignal): Promise<{ answer: string; figures: string }> {
+  const label = description.replace(/\s+/g, " ").slice(0, 30);
+  const spent: Spent = { calls: 0, toolCalls: 0, input: 0, output: 0 };
+  const messages: MessageParam[] = [{ role: "user", content: prompt }];
+  return childRun.run({ label }, async () => {
+    try {
+      while (true) {
+        const response = await client.messages.create(
+          { model: MODEL, max_tokens: MAX_TOKENS, system: childSystemPrompt(), tools: childTools(), messages },
+          { signal }, // Ctrl-C ends a model call under way, and refuses the next one
+        );
+        spent.calls += 1;
+        spent.input += response.usage?.input_tokens ?? 0;
+        spent.output += response.usage?.output_tokens ?? 0;
+        messages.push({ role: "assistant", content: response.content });
+        for (const block of response.content) if (block.type === "text") show(block.text);
+        if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
+        // Its calls would run, but it could never read their results.
+        if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);
+        const results = await runChildTools(response.content);
+        spent.toolCalls += results.length;
+        messages.push({ role: "user", content: results });
+      }
+    } catch (error) {
+      if (signal.aborted) throw error; // runTool says "cancelled"
+      // The provider's errors (they carry an HTTP status) in the parent's words; the child's own as they are.
+      const why = error instanceof Error && !("status" in error) ? error.message : describeProviderError(error).replace(/^\[error\] /, "its model call failed: ").replace(/\.$/, "");
+      throw new Error(`the subagent [${label}] stopped: ${why}. Nothing it found came back. [${figuresOf(spent)}]`);
+    }
+  });
+}
+
+/** The subagent's answer: the text of its last reply, when that reply is a normal ending. */
+function lastAnswer(response: Message): string {
+  if (response.stop_reason === "max_tokens") throw new Error(`its last reply was cut off at ${MAX_TOKENS} tokens`);
+  if (response.stop_reason === "refusal") throw new Error("its model declined to continue");
+  const text = response.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n").trim();
+  if (!text) throw new Error("it finished without writing an answer");
+  return text;
+}
+
+/** A subagent's calls, through the parent's runTools; a call to a tool it was not given is refused. */
+async function runChildTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]> {
+  const given = childTools().map((tool) => tool.name);
+  const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use");
+  const results = await runTools(calls.filter((call) => given.includes(call.name)));
+  return calls.map((call) => {
+    const result = results.find((done) => done.tool_use_id === call.id);
+    if (result) return result;
+    show(dim(`> ${call.name}\n  refused: not one of a subagent's tools`));
+    const why = call.name === taskTool.name ? "a subagent cannot start another subagent" : `there is no tool "${call.name}"`;
+    return { type: "tool_result", tool_use_id: call.id, is_error: true, content: `Error: ${why}. Your tools: ${given.join(", ")}.` };
+  });
+}
+
+/** Print for the person. A subagent's lines are indented, dimmed, and carry its label. */
+function show(text: string): void {
+  const child = childRun.getStore();
+  console.log(child ? text.split("\n").map((line) => dim(`  [${child.label}] ${line}`)).join("\n") : text);
+}
+// #endregion subagent
+
+// #region transcript
+/**
+ * What the harness knows of one conversation. The loop passes the same `messages` array to
+ * every request of a session, so that array names the conversation (a WeakMap key).
+ */
+interface Conversation {
+  /** The transcript file, relative to the workspace: `.transcripts/<time>.jsonl`. */
+  transcript?: string;
+  /** The workspace the transcript belongs to: where the conversation's first request was made. */
+  home?: string;
+  /** How many of the conversation's messages are in the transcript. */
+  written: number;
+  /** Why the transcript could not be written last time (the person is told once). */
+  writeProblem?: string;
+  /** The model is sent `summary` in place of messages[0 .. cut). */
+  cut: number;
+  summary?: MessageParam;
+  /** The input tokens of the last request, from its reply's usage. */
+  contextTokens: number;
+}
+
+const conversations = new WeakMap<MessageParam[], Conversation>();
+
+function conversationOf(messages: MessageParam[]): Conversation {
+  let conversation = conversations.get(messages);
+  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0 }));
+  return conversation;
+}
+
+/**
+ * Append every message not yet in the transcript (and `extra`), one JSON message per line.
+ * This runs before each request, so whatever the model is sent is on disk before anything is
+ * taken out of what it sees. The file is only appended to. false, and a warning, if it fails.
+ */
+function saveTranscript(conversation: Conversation, messages: MessageParam[], extra: MessageParam[] = []): boolean {
+  const lines = [...messages.slice(conversation.written), ...extra].map((message) => `${JSON.stringify(message)}\n`).join("");
+  try {
+    // The transcript's name is relative, so it is written only in the conversation's own
+    // workspace: if the working directory changes under a running conversation (a test that
+    // ends while its replay runs on goes back to where it started), the messages must not
+    // follow it there. They wait, and are all written once the workspace is back.
+    const here = realpathSync(workspace());
+    conversation.home ??= here;
+    if (here !== conversation.home) throw new Error(`the working directory is ${here}, not this conversation's workspace ${conversation.home}`);
+    conversation.transcript ??= newTranscriptName();
+    // Checked at every write: a .transcripts that became a link to elsewhere is refused.
+    const file = safePath(conversation.transcript);
+    mkdirSync(path.dirname(file), { recursive: true });
+    appendFileSync(file, lines);
+    conversation.written = messages.length;
+    conversation.writeProblem = undefined;
+    return true;
+  } catch (error) {
+    const problem = error instanceof Error ? error.message : String(error);
+    if (conversation.writeProblem === undefined) console.log(`[warning] the transcript cannot be written (${problem}); nothing is compacted until it can be, so nothing is lost`);
+    conversation.writeProblem = problem;
+    return false;
+  }
+}
+
+function newTranscriptName(): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  let name = `.transcripts/${stamp}.jsonl`;
+  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `.transcripts/${stamp}-${n}.jsonl`;
+  return name;
+}
+// #endregion transcript
+
+// #region micro-compact
+const KEEP_RESULTS = 3; // the latest tool-result messages, always sent whole
+
+/**
+ * What the model is sent of the conversation: the summary in place of the compacted part,
+ * then the messages since, with every tool result older than the last three tool-result
+ * messages replaced by a placeholder. `messages` itself never changes: it is the record.
+ */
+function contextFor(conversation: Conversation, messages: MessageParam[]): MessageParam[] {
+  const calls = new Map<string, ToolUseBlock>();
+  for (const message of messages) for (const block of blocksOf(message)) if (block.type === "tool_use") calls.set(block.id, block as ToolUseBlock);
+  const kept = messages.slice(conversation.cut);
+  const withResults = kept.flatMap((message, i) => (blocksOf(message).some((block) => block.type === "tool_result") ? [i] : []));
+  const old = new Set(withResults.slice(0, -KEEP_RESULTS));
+  const view = kept.map((message, i): MessageParam => {
+    if (!old.has(i)) return message;
+    // Only a message already in the transcript can be pointed to there.
+    const onDisk = conversation.cut + i < conversation.written ? conversation.transcript : undefined;
+    return { role: "user", content: blocksOf(message).map((block) => (block.type === "tool_result" ? cleared(block, calls.get(block.tool_use_id), onDisk) : block)) };
+  });
+  if (!conversation.summary) return view;
+  // The summary is a user message: a prompt right after it joins it, so the roles alternate.
+  const [first, ...rest] = view;
+  if (first?.role !== "user") return [conversation.summary, ...view];
+  return [{ role: "user", content: [...blocksOf(conversation.summary), ...blocksOf(first)] }, ...rest];
+}
+
+/** A result's placeholder: which call it answered, and how to get the content back. Kept when shorter. */
+function cleared(result: ToolResultBlockParam, call: ToolUseBlock | undefined, transcript: string | undefined): ToolResultBlockParam {
+  const size = typeof result.content === "string" ? result.content.length : JSON.stringify(result.content ?? "").length;
+  const name = call?.name ?? "a tool";
+  const again = registry.getTool(name)?.kind === "read" ? `Call ${name} again for the current content` : "Run it again only if that is safe";
+  const asItWas = transcript ? `, or see it as it was: grep -F '${result.tool_use_id}' ${transcript}` : "";
+  const placeholder = `[Old result cleared to save context: ${name} ${clip(JSON.stringify(call?.input ?? {}), 120, "head")}, ${size} characters. ${again}${asItWas}.]`;
+  return placeholder.length < size ? { ...result, content: placeholder } : result;
+}
+
+const blocksOf = (message: MessageParam): ContentBlockParam[] =>
+  typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as ContentBlockParam[]);
+// #endregion micro-compact
+
+// #region auto-compact
+// The threshold in force: COMPACT_THRESHOLD, or a replay's own (prepareReplay).
+let compactThreshold = COMPACT_THRESHOLD ?? DEFAULT_THRESHOLD;
+
+/** The input tokens of a request, from its reply: what the API counted, cached parts included. */
+const inputTokens = (usage: Message["usage"] | undefined) =>
+  usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : 0;
+
+const SUMMARY_REQUEST =
+  "Summarise the conversation so far: your summary will replace every message above, and the work must be able to go on from it alone. " +
+  "Keep what the person asked for (their words where they matter), decisions and why, the files read or changed (paths) and how, the commands run and what they showed, " +
+  "errors and how they were solved, what is done, what is in progress and the next step. Leave out file contents and output that can be read again. Answer in plain text.";
+
+/**
+ * Replace what the model sees of `messages` with a summary the model writes. Everything is in
+ * the transcript first; when it cannot be, or the summary request fails, nothing changes and
+ * the person is told. It runs between two requests, at the end of the conversation, where
+ * every tool_use already has its tool_result: a pair can never be split.
+ */
+async function compact(messages: MessageParam[], why: string, focus?: string): Promise<boolean> {
+  const conversation = conversationOf(messages);
+  const keep = "the conversation is sent as it is";
+  if (!saveTranscript(conversation, messages)) {
+    console.log(`[warning] not compacted: the transcript cannot be written (${conversation.writeProblem}); ${keep}`);
+    return false;
+  }
+  console.log(dim(`[compacting the context: ${why}]`));
+  let summary: string;
+  try {
+    const instruction = focus ? `${SUMMARY_REQUEST} Keep in particular: ${focus}` : SUMMARY_REQUEST;
+    // The loop's system prompt and tools (a request holding tool_use blocks must declare its
+    // tools, and an unchanged start can come from the prompt cache), but no tool may be called.
+    const request = { model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: "none" as const } };
+    const reply = await provider.messages.create({ ...request, messages: withText(contextFor(conversation, messages), instruction) });
+    summary = reply.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n").trim();
+    if (reply.stop_reason === "max_tokens") throw new Error(`the summary was cut off at ${MAX_TOKENS} tokens`);
+    if (reply.stop_reason !== "end_turn" || summary === "") throw new Error("the model wrote no summary");
+  } catch (error) {
+    console.log(`[warning] not compacted: the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")}); ${keep}`);
+    return false;
+  }
+  const message = summaryMessage(summary, conversation.transcript!, messages);
+  if (!saveTranscript(conversation, messages, [message])) {
+    console.log(`[warning] not compacted: the summary cannot be added to the transcript; ${keep}`);
+    return false;
+  }
+  const replaced = messages.length - conversation.cut + (conversation.summary ? 1 : 0);
+  Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });
+  console.log(dim(`[compacted: ${replaced} messages became a summary of ${summary.length} characters; every message is in ${conversation.transcript}]`));
+  return true;
+}
+
+/** The summary as the model will read it, with where the rest is and, mid-task, what to carry on with. */
+function summaryMessage(summary: string, transcript: string, messages: MessageParam[]): MessageParam {
+  const parts = [
+    `[The conversation so far was compacted to make room. This summary replaces it; every message is kept, one JSON message per line, in ${transcript} (search it with grep for an exact detail).]`,
+    summary,
+  ];
+  // The last message is the person's or a tool's: the work was not finished.
+  const request = [...messages].reverse().find((m) => m.role === "user" && typeof m.content === "string")?.content;
+  if (messages.at(-1)?.role === "user" && request) parts.push(`The person's latest request, word for word:\n${request}\n\nCarry on from where the work stopped.`);
+  return { role: "user", content: [{ type: "text", text: parts.join("\n\n") }] };
+}
+
+/** The messages with `text` added to the last user message (or as one), so the roles still alternate. */
+function withText(messages: MessageParam[], text: string): MessageParam[] {
+  const last = messages.at(-1);
+  if (last?.role !== "user") return [...messages, { role: "user", content: [{ type: "text", text }] }];
+  return [...messages.slice(0, -1), { role: "user", content: [...blocksOf(last), { type: "text", text }] }];
+}
+// #endregion auto-compact
+
+// #region compact-tool
+// The model (this tool) or the person (/compact) asks; the tool's compaction happens before the
+// next request, once every call of the reply has its result. Compacting inside the tool would
+// summarise the very tool_use the loop is about to answer, leaving its result without a call.
+let compactionAsked: { focus?: string } | undefined;
+
+const compactTool = defineTool({
+  name: "compact",
+  displayName: "Compact",
+  // It changes no file and runs no command, so no approval mode stops it (plan mode included).
+  kind: "read",
+  description:
+    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .transcripts/. " +
+    "Use it when a large piece of work is done and its details are no longer needed.",
+  parameterSchema: { type: "object", properties: { focus: { type: "string", description: "What the summary must keep in particular (optional)." } }, additionalProperties: false },
+  getDescription: (params) => (params.focus ? `keeping ${String(params.focus)}` : "the conversation so far"),
+  async execute(params) {
+    compactionAsked = { focus: params.focus === undefined ? undefined : String(params.focus) };
+    const llmContent = "Compaction asked for: the conversation is summarised before your next request. If you can still read this, the summary could not be made and nothing was compacted.";
+    return { llmContent, returnDisplay: "the conversation will be summarised before the next request" };
+  },
+});
+
+/** `/compact [focus]` at the prompt: between two turns, so it can happen at once. */
+async function compactCommand(history: MessageParam[], focus: string): Promise<void> {
+  if (history.length === conversationOf(history).cut) return console.log("[nothing to compact: the conversation has nothing new since its last summary]");
+  await compact(history, "asked for with /compact", focus || undefined);
+}
+// #endregion compact-tool
+
+// #region skills
+// A skill is knowledge the agent may need, kept out of the context until it does: a folder
+// skills/<name>/ with a SKILL.md that starts with YAML frontmatter (name, description) and
+// goes on with instructions. The system prompt lists each name and description (a line
+// each); load_skill returns the instructions when the model decides it needs them.
+const SKILLS_FOLDER = "skills";
+// The Agent Skills format's rules for a name: what a folder and a tool argument can both be.
+const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const MAX_NAME = 64;
+const MAX_DESCRIPTION = 1024; // each one is in every request
+const MAX_INSTRUCTIONS = 20_000; // about 5,000 tokens: a skill is loaded whole, into one result
+
+/** `file` is where it is, as the model and the person read it: "skills/changelog/SKILL.md". */
+type Skill = { name: string; description: string; file: string; instructions: string };
+
+/**
+ * The skills in the workspace now, in name order, and a sentence for each SKILL.md that was
+ * skipped. Reading never throws: one bad skill must not hide the others, nor stop the agent.
+ */
+function readSkills(): { skills: Skill[]; skipped: string[] } {
+  const skills: Skill[] = [];
+  const skipped: string[] = [];
+  let folders: string[] = [];
+  try {
+    const folder = safePath(SKILLS_FOLDER); // a skills folder that is a link out of the workspace is refused
+    if (existsSync(folder) && !statSync(folder).isDirectory()) throw new Error("it is not a folder");
+    // Each folder is a skill (a link to one too); loose files and hidden folders are not.
+    if (existsSync(folder)) folders = readdirSync(folder, { withFileTypes: true }).filter((entry) => (entry.isDirectory() || entry.isSymbolicLink()) && !entry.name.startsWith(".")).map((entry) => entry.name).sort();
+  } catch (error) {
+    skipped.push(`${SKILLS_FOLDER}/: ${(error as Error).message}; no skill was read`);
+  }
+  for (const folder of folders) {
+    const file = `${SKILLS_FOLDER}/${folder}/SKILL.md`;
+    try {
+      skills.push(parseSkill(folder, file));
+    } catch (error) {
+      skipped.push(`${file}: ${(error as Error).message}`);
+    }
+  }
+  return { skills, skipped };
+}
+
+/** One skill from its SKILL.md, or an error saying what is wrong with the file. */
+function parseSkill(folder: string, file: string): Skill {
+  const real = safePath(file); // the sandbox's rules: a SKILL.md that links out of the workspace is refused
+  if (!existsSync(real)) throw new Error("there is no SKILL.md in the folder");
+  const text = readText(real, file).replace(/^\uFEFF/, "");
+  if (!/^---[ \t]*\r?\n/.test(text)) throw new Error('it has no frontmatter: the file must start with a line "---", then "name:" and "description:", then "---"');
+  // The frontmatter ends at the first line that is "---"; the instructions are the rest.
+  const parts = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
+  if (!parts) throw new Error('its frontmatter is not closed: no line "---" after it');
+  let meta: unknown;
+  try {
+    meta = YAML.parse(parts[1] ?? "");
+  } catch (error) {
+    const where = error instanceof YAML.YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line + 1} of the file)` : "";
+    throw new Error(`its frontmatter is not valid YAML${where}: ${(error as Error).message.split(" at line")[0]}`);
+  }
+  if (meta === null || typeof meta !== "object" || Array.isArray(meta)) throw new Error('its frontmatter is not a set of "key: value" lines');
+  const { name, description } = meta as Record<string, unknown>;
+  if (typeof name !== "string" || name === "") throw new Error('its "name" is missing, or is not text');
+  if (typeof description !== "string" || description.trim() === "") throw new Error('its "description" is missing, or is not text');
+  if (!SKILL_NAME.test(name) || name.length > MAX_NAME) throw new Error(`its name "${name}" is not ${MAX_NAME} characters at most of a-z, 0-9 and single hyphens`);
+  // The folder is how a skill is found, so the name must be the folder's: two files cannot
+  // claim one name, and load_skill never builds a path from what the model sent.
+  if (name !== folder) throw new Error(`its name "${name}" is not its folder's name "${folder}"; they must be the same`);
+  if (description.length > MAX_DESCRIPTION) throw new Error(`its description is ${description.length} characters; at most ${MAX_DESCRIPTION}, since every request carries it`);
+  const instructions = parts[2].trim();
+  if (instructions === "") throw new Error("it has no instructions after its frontmatter");
+  if (instructions.length > MAX_INSTRUCTIONS) {
+    throw new Error(`its instructions are ${instructions.length} characters, over the ${MAX_INSTRUCTIONS} a skill loads at once; keep SKILL.md short and put the details in other files of its folder, which it names`);
+  }
+  return { name, description: description.replace(/\s+/g, " ").trim(), file, instructions };
+}
+
+const loadSkillTool = defineTool({
+  name: "load_skill",
+  displayName: "LoadSkill",
+  // It only reads, so it never asks, plan mode allows it, and several run side by side.
+  kind: "read",
+  description: "Load a skill's instructions by its name, from the list of skills in your system prompt. Follow them for the task; paths in them are relative to the skill's folder.",
+  parameterSchema: { type: "object", properties: { name: { type: "string", description: 'The skill\'s name, as listed: "changelog".' } }, required: ["name"], additionalProperties: false },
+  getDescription: (params) => String(params.name),
+  async execute(params) {
+    // Read now, not from the session's list: the instructions on disk are the ones to follow.
+    const { skills, skipped } = readSkills();
+    const skill = skills.find((candidate) => candidate.name === params.name);
+    if (!skill) {
+      const there = skills.length > 0 ? `The skills are: ${skills.map((s) => s.name).join(", ")}.` : `There are no skills in ${SKILLS_FOLDER}/.`;
+      const broken = skipped.length > 0 ? ` Skipped, as not valid: ${skipped.join("; ")}.` : "";
+      throw new Error(`there is no skill named ${JSON.stringify(params.name)}. ${there}${broken}`);
+    }
+    return {
+      llmContent: `<skill name="${skill.name}" folder="${path.dirname(skill.file)}/">\n${skill.instructions}\n</skill>`,
+      returnDisplay: `${skill.file}: ${skill.instructions.split("\n").length} lines of instructions loaded`,
+    };
+  },
+});
+// #endregion skills
+
+// #region memory
+// Memory is a Markdown file of facts, one bullet each, under one heading: the workspace's
+// .agent/MEMORY.md, or the same path in the person's home for what holds in every project.
+// The person can read and edit it; the agent reads it at the start of each session (region
+// `knowledge`) and adds to it with save_memory.
+const MEMORY_FILE = ".agent/MEMORY.md";
+const GLOBAL_MEMORY = `~/${MEMORY_FILE}`;
+const MEMORY_HEADING = "## Saved facts";
+const MEMORY_LIMIT = 4_000; // characters of each file: the system prompt carries it whole
+const MAX_FACT = 500;
+type Scope = "workspace" | "global";
+
+/** Where a scope's memory is: the file, the name the person and the model read, the folder it must stay in. */
+function memoryPlace(scope: Scope): { file: string; given: string; root: string } {
+  if (scope === "workspace") return { file: safePath(MEMORY_FILE), given: MEMORY_FILE, root: realpathSync(workspace()) };
+  // The person's own file at a fixed place, never a path the model chose; a link is followed.
+  const home = realpathSync(os.homedir());
+  return { file: followLinks(path.join(home, MEMORY_FILE), GLOBAL_MEMORY), given: GLOBAL_MEMORY, root: home };
+}
+
+const readMemory = (place: { file: string; given: string }) => (existsSync(place.file) ? readText(place.file, place.given) : "");
+
+/** One bullet's text: one line, without the marks that would make it a heading or a list of its own. */
+const asFact = (text: string) => text.replace(/\s+/g, " ").trim().replace(/^(([-*+>#]+|\d+[.)])( |$))+/, "").trim();
+
+/** Two facts are the same when they differ only in case, spacing or a full stop at the end. */
+const factKey = (fact: string) => asFact(fact).toLowerCase().replace(/[.!]+$/, "");
+
+/** The change to a memory file; `known` is the bullet already there that says the same (then nothing changes). */
+type MemoryChange = FileChange & { before: string; root: string; known?: string };
+
+/** The memory file with the fact added as a bullet at the end of MEMORY_HEADING's section (made if missing). */
+function proposeMemory(params: Params): MemoryChange {
+  const fact = asFact(String(params.fact));
+  if (fact === "") throw new Error("the fact is empty: say in one sentence what to remember");
+  if (fact.length > MAX_FACT) throw new Error(`the fact is ${fact.length} characters; a fact is one short sentence (at most ${MAX_FACT})`);
+  const place = memoryPlace((params.scope as Scope | undefined) ?? "workspace");
+  const before = readMemory(place);
+  const lines = before === "" ? [] : before.replace(/\r?\n$/, "").split(/\r?\n/);
+  const known = lines.map((line) => /^\s*[-*+]\s+(.*)$/.exec(line)?.[1]).find((bullet) => bullet !== undefined && factKey(bullet) === factKey(fact));
+  if (known !== undefined) return { ...place, before, after: before, known };
+  let heading = lines.findIndex((line) => line.trim() === MEMORY_HEADING);
+  if (heading === -1) {
+    if (lines.length === 0) lines.push("# Memory", "", "Facts the agent keeps with save_memory, read at the start of every session. Edit freely.");
+    heading = lines.push("", MEMORY_HEADING) - 1;
+  }
+  // The section ends at the next heading; the fact goes after its last line that is not blank.
+  let end = lines.findIndex((line, i) => i > heading && /^#{1,2} /.test(line));
+  if (end === -1) end = lines.length;
+  while (end - 1 > heading && lines[end - 1].trim() === "") end -= 1;
+  lines.splice(end, 0, ...(end === heading + 1 ? ["", `- ${fact}`] : [`- ${fact}`]));
+  const eol = before.includes("\r\n") ? "\r\n" : "\n";
+  const after = `${lines.join(eol)}${eol}`;
+  if (after.length <= MEMORY_LIMIT) return { ...place, before, after };
+  throw new Error(
+    `memory is full: with this fact ${place.given} would be ${after.length} characters, over the ${MEMORY_LIMIT} that keep the system prompt small. ` +
+      `Nothing was saved. Tell the person, and ask which facts to remove (they can edit ${place.given}); meanwhile the fact stays in this conversation only`,
+  );
+}
+
+const saveMemoryTool = defineTool({
+  name: "save_memory",
+  displayName: "SaveMemory",
+  // It writes a file that every later session reads as part of its system prompt: the person
+  // sees the change and agrees, as for any edit (and plan mode refuses it).
+  kind: "edit",
+  description:
+    `Keep one short fact for later sessions: it is added as a bullet to ${MEMORY_FILE} in the workspace, which is read into your system prompt at the start of each session. ` +
+    `Use scope "global" (${GLOBAL_MEMORY}, read in every workspace) only when the person asks for it. A fact already kept is not added twice; memory holds at most ${MEMORY_LIMIT} characters per file.`,
+  parameterSchema: {
+    type: "object",
+    properties: {
+      fact: { type: "string", description: "One self-contained sentence: what to remember, and why if it helps." },
+      scope: { type: "string", enum: ["workspace", "global"], description: 'Where to keep it: "workspace" (default) or "global" (the person\'s home, every project).' },
+    },
+    required: ["fact"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${asFact(String(params.fact))}${params.scope === "global" ? ` (into ${GLOBAL_MEMORY})` : ""}`,
+  async shouldConfirmExecute(params) {
+    const change = proposeMemory(params);
+    return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change) };
+  },
+  async execute(params) {
+    // Worked out again from the file as it is now: a save just before this one is kept.
+    const change = proposeMemory(params);
+    const already = `Already in memory (${change.given}): "- ${change.known}". Nothing was added.`;
+    if (change.known !== undefined) return { llmContent: already, returnDisplay: already };
+    try {
+      writeAtomically(change.file, change.after, change.given, { createFolders: true, root: change.root });
+    } catch (error) {
+      throw new Error(`the fact was not saved: ${(error as Error).message}`);
+    }
+    const saved = `Saved to ${change.given}: "- ${asFact(String(params.fact))}". It is in your system prompt from the next session on (in this one, you know it already).`;
+    return { llmContent: saved, returnDisplay: diffOf(change) };
+  },
+});
+// #endregion memory
+
+// #region knowledge
+// What the session starts knowing: the skills' list and the memory, read at the first request
+// of a session and kept for all of it. Read when the stage loads, it would read the folder the
+// program was started in before a replay or a test has made its workspace; read at every
+// request, the system prompt would change in the middle of a conversation, which breaks the
+// prompt cache and moves the ground under the model (a fact saved now is in the
+// conversation already). A session is one workspace: the program never changes folder, while
+// each test and each replay has its own, so a new folder means a new session.
+let session: { workspace: string; text: string } | undefined;
+
+function knowledge(): string {
+  if (session?.workspace !== workspace()) session = { workspace: workspace(), text: readKnowledge() };
+  return session.text;
+}
+
+function readKnowledge(): string {
+  const { skills, skipped } = readSkills();
+  for (const problem of skipped) console.log(dim(`[skills] skipped ${problem}`));
+  const list = skills.map((skill) => `- ${skill.name}: ${skill.description}`).join("\n") || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
+  const memory = (["global", "workspace"] as const).map(memoryText).filter(Boolean).join("\n") || "(none saved yet)";
+  return `\n\nSkills (load_skill gives the instructions):\n${list}\n\nMemory, facts kept with save_memory in earlier sessions:\n${memory}`;
+}
+
+/** A memory file for the prompt, at most MEMORY_LIMIT characters of it; a problem is a warning, not a stop. */
+function memoryText(scope: Scope): string {
+  const given = scope === "global" ? GLOBAL_MEMORY : MEMORY_FILE;
+  try {
+    let text = readMemory(memoryPlace(scope)).trim();
+    if (text.length > MEMORY_LIMIT) {
+      console.log(dim(`[memory] ${given} has ${text.length} characters; only the first ${MEMORY_LIMIT} are read`));
+      text = `${text.slice(0, MEMORY_LIMIT)}\n[... cut: ${text.length - MEMORY_LIMIT} more characters in the file]`;
+    }
+    return text && `<memory file="${given}">\n${text}\n</memory>`;
+  } catch (error) {
+    console.log(dim(`[memory] ${given} was not read: ${(error as Error).message}`));
+    return "";
+  }
+}
+
+/** A new session: the offline replay calls this (through prepareReplay) before its first prompt. */
+function newKnowledgeSession(): void {
+  session = undefined;
+}
+// #endregion knowledge
+
+// #region tools
+// Every tool of every stage, in the order the stages brought them. The tools found outside
+// (s08) join these when discovery runs, and TOOLS is refilled in place.
+for (const tool of [
+  bashTool, readFileTool, writeFileTool, editFileTool, // s02, s03 (s06's registry entries, s07's paging read_file)
+  grepTool, globTool, lsTool, webFetchTool, askUserTool, // s07's grep; Part I's glob, ls (s03), web_fetch (s04), ask_user (s05)
+  todoWriteTool, taskTool, compactTool, loadSkillTool, saveMemoryTool, // s09, s10, s11, s12
+]) registry.registerTool(tool);
+/** What the model sees, from the registry. */
+export const TOOLS: Tool[] = registry.getFunctionDeclarations();
+// #endregion tools
+
+// #region approval
+// Tools the person allowed for the rest of the session ("a: yes, and do not ask again").
+const alwaysAllowed = new Set<string>();
+const ANSWER_KEYS = "y: yes   a: yes, and do not ask again this session   n: no   or type what to do instead";
+
+// `shown`: what the person saw and approved, so it is not printed a second time.
+type Verdict = { run: true; shown?: string } | { run: false; why: string };
+
+/** Step 6: the tool says what it would do; the approval mode says whether a person must agree. */
+async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Promise<Verdict> {
+  if (APPROVAL_MODE === "plan" && tool.kind !== "read") {
+    return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
+  }
+  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };
+  const confirmation = await tool.shouldConfirmExecute(params, signal);
+  if (!confirmation) return { run: true };
+  const person = terminal();
+  // Waiting for someone who is not there would hang the agent, and going ahead would be a
+  // silent yes: refuse at once and say why.
+  if (!person.hasPerson) {
+    return { run: false, why: `Not run: ${tool.name} needs a person's approval (approval mode ${APPROVAL_MODE}) and no one is at the terminal.` };
+  }
+  // Subagents side by side may want to ask at the same moment, and a person answers one
+  // question at a time: each waits for the one before to be answered.
+  const done = await turnToAsk();
+  try {
+    if (alwaysAllowed.has(tool.name)) return { run: true }; // allowed for good while this one waited
+    const child = childRun.getStore();
+    const asker = child ? ` (asked by the subagent [${child.label}])` : "";
+    console.log(`\n${confirmation.title}${asker}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
+    while (true) {
+      const line = await person.ask("allow? ", { fresh: true });
+      if (line === null) return { run: false, why: "Not run: the person gave no answer (Ctrl-C or end of input)." };
+      const answer = line.trim();
+      if (/^(y|yes)$/i.test(answer)) return { run: true, shown: confirmation.details };
+      if (/^(a|always)$/i.test(answer)) {
+        alwaysAllowed.add(tool.name);
+        return { run: true, shown: confirmation.details };
+      }
+      if (/^(n|no)$/i.test(answer)) return { run: false, why: "Not run: the person said no." };
+      if (answer !== "") return { run: false, why: `Not run: the person said no, and said: ${JSON.stringify(answer)}` };
+    }
+  } finally {
+    done();
+  }
+}
+
+let lastQuestion: Promise<void> = Promise.resolve();
+
+/** Wait until every question asked before this one is answered; call the result when done. */
+async function turnToAsk(): Promise<() => void> {
+  const before = lastQuestion;
+  let done = () => {};
+  lastQuestion = new Promise((resolve) => (done = resolve));
+  await before;
+  return done;
+}
+
+/** Reading never asks. default asks before edits and commands; auto-edit only before commands. */
+function mustAsk(tool: AgentTool): boolean {
+  if (tool.kind === "read" || APPROVAL_MODE === "yolo") return false;
+  if (APPROVAL_MODE === "auto-edit") return tool.kind === "execute";
+  return true;
+}
+// #endregion approval
+
+// #region run-tool
+// s06's nine steps, with what later stages put in them: a large result kept in a file (s07),
+// content with images from outside tools (s08), the todo reminder (s09), and a subagent's
+// lines shown under its label (s10).
+/**
+ * The calls of one reply. Calls that only read, side by side, run at the same time: reading
+ * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
+ * the one before. The results go back in call order, each with its call's id.
+ */
+async function runTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]> {
+  const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use");
+  const results: ToolResultBlockParam[] = [];
+  for (const batch of batches(calls)) results.push(...(await Promise.all(batch.map(runTool))));
+  // s09: the parent's reply is counted, and a due reminder rides in its last result. A
+  // subagent's calls come through here too; its replies are not the parent's, and its list is not kept.
+  return childRun.getStore() ? results : withReminder(calls, results);
+}
+
+/** Consecutive read-kind calls go in one batch; every other call is a batch of its own. */
+function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
+  const isRead = (call: ToolUseBlock) => registry.getTool(call.name)?.kind === "read";
+  const batches: ToolUseBlock[][] = [];
+  for (const call of calls) {
+    const last = batches.at(-1);
+    if (last && isRead(call) && last.every(isRead)) last.push(call);
+    else batches.push([call]);
+  }
+  return batches;
+}
+
+/** One call through the nine steps. Never throws: every failure is a result the model can act on. */
+export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
+  // 1-2. The model asked for a tool by name; the loop hands the call over.
+  const failed = (message: string): ToolResultBlockParam => {
+    show(dim(indent(clip(message, 2000, "head"))));
+    return { type: "tool_result", tool_use_id: call.id, is_error: true, content: resultFor(call.id, message) };
+  };
+  // 3. Look the tool up.
+  const tool = registry.getTool(call.name);
+  if (!tool) show(dim(`> ${call.name}`));
+  if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
+  // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
+  const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
+  const problem = tool.validateToolParams(params);
+  if (problem) {
+    show(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    return failed(`Error: ${call.name} was not run: ${problem}.`);
+  }
+  // 5. Describe, in one line, what is about to happen.
+  show(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  const controller = new AbortController();
+  try {
+    // 6. Confirm: the approval mode, and the person when the mode asks for one.
+    const verdict = await approve(tool, params, controller.signal);
+    if (!verdict.run) return failed(verdict.why);
+    // 7. Execute, with a signal: Ctrl-C cancels this tool, not the agent.
+    const result = await cancellable(() => controller.abort(), () => tool.execute(params, controller.signal, call.id));
+    // 8. llmContent goes to the model: whole when it is small, else kept in a file and previewed...
+    const toModel: ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: forModel(call.id, result.llmContent) };
+    // 9. ...and returnDisplay to the person (unless they have just seen it, approving it).
+    if (result.returnDisplay !== verdict.shown) show(dim(indent(firstLines(result.returnDisplay, 12))));
+    return toModel;
+  } catch (error) {
+    // Errors go back as is_error, so the model knows the call failed and why.
+    if (controller.signal.aborted) return failed("Error: cancelled by the user (Ctrl-C); the tool was stopped.");
+    return failed(`Error: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** llmContent as the model gets it: text through resultFor (s07); with an image (s08), each text cut to its share. */
+function forModel(callId: string, content: ToolResult["llmContent"]): ToolResultBlockParam["content"] {
+  if (typeof content === "string") return resultFor(callId, content);
+  const texts = content.filter((block) => block.type === "text").length;
+  return content.map((block) => (block.type === "text" ? { ...block, text: clip(block.text, Math.floor(MAX_OUTPUT / texts)) } : block));
+}
+
+/**
+ * Text cut to at most about `max` characters, with a note of what was cut: the head and the
+ * tail when the end matters (a command's output often ends with its error), or the head.
+ */
+function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
+  if (text.length <= max) return text;
+  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
+  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
+  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
+}
+
+const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
+
+/** The first lines of a display, each kept short, and how many more there were. */
+function firstLines(text: string, count: number): string {
+  const lines = text.trimEnd().split("\n");
+  const shown = lines.slice(0, count).map((line) => clip(line, 200, "head"));
+  return lines.length > count ? [...shown, `… (${lines.length - count} more lines)`].join("\n") : shown.join("\n");
+}
+
+const indent = (text: string) => text.replace(/^/gm, "  ");
+const colour = (code: number) => (text: string) => (process.stdout.isTTY ? `\x1b[${code}m${text}\x1b[0m` : text);
+const dim = colour(2);
+const green = colour(32);
+const red = colour(31);
+// #endregion run-tool
+
+// #region context
+// The context is what the model read and wrote so far: each reply's usage counts it. The
+// person sees it after every reply, so what a large result would cost, and what keeping it
+// in a file saves, is there to see.
+const CONTEXT_WINDOW = 200_000; // tokens one request may hold (Claude's models)
+
+function showContext(usage: Message["usage"] | undefined): void {
+  if (!usage) return; // a provider that does not count
+  const used = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + usage.output_tokens;
+  const count = (tokens: number) => tokens.toLocaleString("en-US");
+  console.log(dim(`[context: ${count(used)} of ${count(CONTEXT_WINDOW)} tokens, ${((100 * used) / CONTEXT_WINDOW).toFixed(1)}%]`));
+}
+// #endregion context
+
+// #region client
+/**
+ * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
+ * returns the model's reply, like the SDK's. In between, in this order: the transcript, a
+ * compaction when one is due, and the request with the smaller view of the conversation.
+ */
+const client: ModelClient = {
+  messages: {
+    async create(request, options) {
+      const { messages } = request;
+      const conversation = conversationOf(messages);
+      saveTranscript(conversation, messages);
+      const asked = compactionAsked;
+      compactionAsked = undefined;
+      const used = conversation.contextTokens;
+      if (asked) await compact(messages, "the model asked for it", asked.focus);
+      else if (used > compactThreshold) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
+      const response = await provider.messages.create({ ...request, messages: contextFor(conversation, messages) }, options);
+      conversation.contextTokens = inputTokens(response.usage);
+      return response;
+    },
+  },
+};
+// #endregion client
+
+// #region agent-loop
+export async function agentLoop(messages: MessageParam[]): Promise<void> {
+  while (true) {
+    const response = await client.messages.create({
+      model: MODEL,
+      max_tokens: MAX_TOKENS,
+      system: systemPrompt(),
+      tools: TOOLS,
+      messages,
+    });
+    messages.push({ role: "assistant", content: response.content });
+    showText(response);
+    if (response.stop_reason !== "tool_use") return endTurn(response, messages);
+
+    const results = await runTools(response.content);
+    messages.push({ role: "user", content: results });
+  }
+}
+// #endregion agent-loop
+
+// #region end-turn
+function showText(response: Message): void {
+  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  showContext(response.usage); // s07: how full the context is, after every reply
+}
+
+/** The model stopped asking for tools. Say so when the reason is not a normal ending. */
+function endTurn(response: Message, messages: MessageParam[]): void {
+  countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)
+  if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
+  if (response.stop_reason !== "max_tokens") return;
+  console.log(`[the reply was cut off at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS]`);
+  // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
+  const calls = response.content.filter((block) => block.type === "tool_use");
+  if (calls.length === 0) return;
+  messages.push({
+    role: "user",
+    content: calls.map((call) => ({
+      type: "tool_result" as const,
+      tool_use_id: call.id,
+      is_error: true,
+      content: "Not run: your reply was cut off by max_tokens before this call was complete.",
+    })),
+  });
+}
+// #endregion end-turn
+
+// #region program
+const modeProblem = APPROVAL_MODE ? undefined : `the approval mode "${requestedMode}" does not exist; choose one of ${APPROVAL_MODES.join(", ")}`;
+const thresholdProblem = COMPACT_THRESHOLD ? undefined : `COMPACT_THRESHOLD "${requestedThreshold}" is not a number of tokens: give a whole number, at least 1000 (the default is ${DEFAULT_THRESHOLD})`;
+
+/**
+ * Before a replay, what each stage did before its own: names resolve from the scenario's
+ * `hosts` (s04/s05), the plan is empty (s09), the threshold is the scenario's (s11), the
+ * skills and memory are read afresh (s12), and the tools in the scenario's settings are
+ * discovered (s08; a scenario with no settings discovers none).
+ */
+export async function prepareReplay(scenario: Scenario & { compactThreshold?: number }): Promise<void> {
+  useResolver(resolverFrom(scenario.hosts));
+  resetTodos();
+  const given = scenario.compactThreshold;
+  const threshold = given === undefined ? (COMPACT_THRESHOLD ?? DEFAULT_THRESHOLD) : asThreshold(String(given));
+  if (threshold === undefined) throw new Error(`the scenario's compactThreshold (${given}) is not a whole number of at least 1000`);
+  compactThreshold = threshold;
+  newKnowledgeSession();
+  await discoverTools();
+}
+
+export async function main(args = process.argv.slice(2)): Promise<never> {
+  try {
+    return await runAsMain({
+      stage: "full",
+      title: "The Capstone",
+      agentLoop,
+      hasKey: API_KEY !== undefined,
+      args,
+      options: ["--approval-mode"],
+      settingsProblem: modeProblem ?? thresholdProblem,
+      prepareReplay,
+      prepareSession: async () => void (await discoverTools()),
+      commands: { "--list-tools": listTools },
+      slashCommands: { "/compact": compactCommand },
+    });
+  } finally {
+    // A program ends in process.exit, where the exit handlers end every server; a caller
+    // that goes on running (a test calling main) gets them closed here.
+    await dropDiscoveredTools();
+  }
+}
+
+if (isMain(import.meta.url)) await main();
+// #endregion program

@@ -1,0 +1,285 @@
+// The capstone, agents/s_full.ts: every mechanism of s01 to s12 in one agent. Its demo is
+// replayed once, through the real loop and tools, and each mechanism is checked where the
+// demo shows it (a large result kept in a file, a todo reminder inside a tool result, a
+// subagent whose history stays out of the parent, a skill loaded, memory saved, old results
+// cleared). What the demo does not show gets a small scenario of its own: compaction keeping
+// every tool_use with its result, the next session reading the memory, tools discovered from
+// a command, and Part I's tools (glob, ls, web_fetch, ask_user) as registry entries.
+// (The shared tests find stages by their sNN_ names, so the header and the no-key run are
+// checked here too.)
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { CAPSTONE } from "../.vitepress/curriculum.ts";
+import { regionsOf } from "../.vitepress/source.ts";
+import { loadScenario } from "../lib/scenario.ts";
+import { replayScenario, type ReplayedSession } from "../lib/session.ts";
+import { AGENTS_DIR } from "../lib/stages.ts";
+import { reply, REPO_ROOT, resultText, runTurns, scenarioOf, stageFile, stageFiles, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+
+const FILE = path.join(AGENTS_DIR, CAPSTONE.file);
+type Tool = { name: string; kind: string; execute(params: Record<string, unknown>, signal: AbortSignal): Promise<{ llmContent: unknown }> };
+type Full = {
+  agentLoop(messages: MessageParam[]): Promise<void>;
+  prepareReplay(scenario: object): Promise<void>;
+  runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
+  registry: { getTool(name: string): Tool | undefined; getAllTools(): Tool[] };
+  TOOLS: { name: string }[];
+  main: unknown;
+};
+const full = (await import(FILE)) as Full;
+
+const workspaces: string[] = [];
+afterAll(() => workspaces.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+type Block = { type: string; id?: string; tool_use_id?: string; text?: string; content?: unknown; name?: string };
+const blocksOf = (message: MessageParam): Block[] => (typeof message.content === "string" ? [] : (message.content as Block[]));
+const resultIn = (request: MessageCreateParams, id: string) =>
+  request.messages.flatMap(blocksOf).find((block) => block.type === "tool_result" && block.tool_use_id === id) as ToolResultBlockParam | undefined;
+
+/** The API's rule, checked on a request: each tool_use is answered by the very next message, and no result is without its call. */
+function pairProblems(request: MessageCreateParams): string[] {
+  const problems: string[] = [];
+  request.messages.forEach((message, i) => {
+    const calls = blocksOf(message).filter((b) => b.type === "tool_use").map((b) => b.id);
+    const next = request.messages[i + 1];
+    const answered = next ? blocksOf(next).filter((b) => b.type === "tool_result").map((b) => b.tool_use_id) : [];
+    for (const id of calls) if (!answered.includes(id)) problems.push(`tool_use ${id} is not answered by the next message`);
+    const results = blocksOf(message).filter((b) => b.type === "tool_result").map((b) => b.tool_use_id);
+    const before = i > 0 ? blocksOf(request.messages[i - 1]).filter((b) => b.type === "tool_use").map((b) => b.id) : [];
+    for (const id of results) if (!before.includes(id)) problems.push(`tool_result ${id} has no tool_use just before it`);
+  });
+  return problems;
+}
+
+describe("the capstone's file", () => {
+  const text = readFileSync(FILE, "utf8");
+
+  it("has a header with its name, motto, diagram, where its pieces come from and its run command", () => {
+    const header = text.split("*/")[0];
+    expect(header).toContain(`${CAPSTONE.file} - ${CAPSTONE.title.en}`);
+    expect(text.split("\n")[3]).toBe(` * "${CAPSTONE.motto.en}": the loop of s01, every piece of s02 to s12 around it.`);
+    expect(header).toMatch(/\+-{3,}/);
+    expect(header).toMatch(/New:/);
+    expect(header).toContain(`npx tsx agents/${CAPSTONE.file}`);
+  });
+
+  it("runs the same loop as every stage, and exports what a stage exports", () => {
+    const loop = regionsOf(readFileSync(stageFiles()[0], "utf8")).get("agent-loop");
+    expect(regionsOf(text).get("agent-loop")).toBe(loop);
+    expect(typeof full.agentLoop).toBe("function");
+    expect(typeof full.runTool).toBe("function");
+    expect(typeof full.main).toBe("function");
+    expect(full.registry.getAllTools().map((t) => t.name).sort()).toEqual(full.TOOLS.map((t) => t.name).sort());
+  });
+
+  it("has every tool of every stage in its registry", () => {
+    // Each stage's tools as its file declares them (a schema in TOOLS, or a defineTool), read
+    // from the text: importing twelve stages here would cost seconds.
+    const declared = (text: string) => [...text.matchAll(/^\s+name: "([a-z_]+)",$/gm)].map((m) => m[1]);
+    const mine = full.TOOLS.map((t) => t.name);
+    expect(declared(text).sort()).toEqual([...mine].sort());
+    for (const file of stageFiles()) {
+      const missing = declared(readFileSync(file, "utf8")).filter((name) => !mine.includes(name));
+      expect(missing, `${path.basename(file)}'s tools missing from the capstone`).toEqual([]);
+    }
+  });
+
+  // The capstone has no parent, so the docs tests' "What changed" check passes it by; its
+  // page's table says where each region comes from instead, and this holds the table to it.
+  const tableRows = (lang: "en" | "ja") => {
+    const page = readFileSync(path.join(REPO_ROOT, "docs", lang === "en" ? "full.md" : "ja/full.md"), "utf8");
+    const section = page.split("{#what-changed}")[1]?.split(/^## /m)[0] ?? "";
+    return section.split("\n").filter((line) => line.startsWith("| `"));
+  };
+
+  it("names every one of its regions in the where-it-comes-from table, in both languages", () => {
+    for (const lang of ["en", "ja"] as const) {
+      const named = tableRows(lang).map((row) => row.split("|")[1]); // the first column: a row's regions
+      const unnamed = [...regionsOf(text).keys()].filter((region) => !named.some((cell) => cell.includes(`\`${region}\``)));
+      expect(unnamed, `regions docs/${lang === "en" ? "" : "ja/"}full.md does not name`).toEqual([]);
+    }
+  });
+
+  it("keeps word for word the regions its table says are the same text as their stage's", () => {
+    // Rows whose third column is exactly "the same text" and whose second names one stage.
+    const mine = regionsOf(text);
+    const rows = tableRows("en").map((row) => row.split("|").map((cell) => cell.trim()));
+    const same = rows.filter((cells) => cells[3] === "the same text" && /^\[s\d\d\]\(\.\/s\d\d\)$/.test(cells[2]));
+    expect(same.map((cells) => cells[1])).toContain("`walk`, `glob`, `ls`");
+    for (const cells of same) {
+      const stage = regionsOf(readFileSync(stageFile(cells[2].slice(1, 4)), "utf8"));
+      for (const [, region] of cells[1].matchAll(/`([a-z-]+)`/g)) {
+        expect(mine.get(region), `region ${region}, said to be ${cells[2].slice(1, 4)}'s text`).toBe(stage.get(region));
+      }
+    }
+  });
+});
+
+describe("the capstone's demo", () => {
+  const scenario = loadScenario("full");
+  let workspace = "";
+  let session: ReplayedSession | undefined;
+  const replayed = async () => {
+    if (!session) {
+      workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-full-")));
+      workspaces.push(workspace);
+      session = await replayScenario(full, scenario, { workspace });
+    }
+    return session;
+  };
+  const file = (relative: string) => readFileSync(path.join(workspace, relative), "utf8");
+  /** The first request that carries the result of `id`. */
+  const requestWith = async (id: string) => (await replayed()).requests.find((r) => resultIn(r, id))!;
+
+  it("replays with no problem, every recorded reply used, every request well paired", async () => {
+    const { problems, turnErrors, requests } = await replayed();
+    expect(problems).toEqual([]);
+    expect(turnErrors).toEqual([]);
+    expect(requests).toHaveLength(scenario.replies.length);
+    for (const request of requests) expect(pairProblems(request)).toEqual([]);
+    expect(file("src/dates.js")).toContain('text.slice(0, 10).split("-")');
+    expect(file("CHANGELOG.md")).toMatch(/## Unreleased\n\n- Fixed: `npm run nightly`/);
+  });
+
+  it("keeps a large result whole in a file and sends the model its two ends (s07)", async () => {
+    const result = resultIn(await requestWith("toolu_full_demo_02"), "toolu_full_demo_02")!;
+    const sent = resultText(result);
+    expect(sent.length).toBeLessThan(8_000);
+    expect(sent).toContain(".agent/tool-results/toolu_full_demo_02.txt");
+    expect(sent).toContain("3 of 2500 records failed");
+    const saved = file(".agent/tool-results/toolu_full_demo_02.txt").trimEnd().split("\n");
+    expect(saved).toHaveLength(2501);
+    expect(saved.filter((line) => line.includes("FAILED"))).toHaveLength(3);
+  });
+
+  it("adds the todo reminder inside the third reply's last tool result, not as a message (s09)", async () => {
+    const request = await requestWith("toolu_full_demo_04");
+    const task = resultText(resultIn(request, "toolu_full_demo_04")!);
+    expect(task).toContain("<reminder>");
+    const reminders = request.messages.flatMap(blocksOf).filter((b) => JSON.stringify(b).includes("<reminder>"));
+    expect(reminders).toHaveLength(1);
+    expect(reminders[0].type).toBe("tool_result");
+  });
+
+  it("gives the parent the subagent's answer and nothing of its history (s10)", async () => {
+    const { requests } = await replayed();
+    const child = requests.filter((r) => r.messages[0].content !== scenario.prompts[0]);
+    expect(child).toHaveLength(3);
+    expect(child[0].tools!.map((t) => (t as { name: string }).name)).not.toContain("task");
+    const after = await requestWith("toolu_full_demo_04");
+    const text = JSON.stringify(after.messages);
+    expect(resultText(resultIn(after, "toolu_full_demo_04")!)).toContain("Callers of parseDate");
+    expect(text).not.toContain("toolu_full_demo_05");
+    expect(text).not.toContain("toolu_full_demo_06");
+  });
+
+  it("clears old tool results from what the model sees and keeps every message in a transcript (s11)", async () => {
+    const { requests, messages } = await replayed();
+    const last = requests.at(-1)!;
+    expect(resultText(resultIn(last, "toolu_full_demo_02")!)).toMatch(/^\[Old result cleared to save context: bash/);
+    expect(messages.flatMap(blocksOf).some((b) => b.tool_use_id === "toolu_full_demo_02" && String(b.content).includes("records failed"))).toBe(true);
+    const transcripts = readdirSync(path.join(workspace, ".transcripts"));
+    const parent = transcripts.map((name) => file(`.transcripts/${name}`)).find((text) => text.includes(scenario.prompts[0]))!;
+    expect(parent.trimEnd().split("\n").length).toBeGreaterThanOrEqual(messages.length - 1);
+  });
+
+  it("lists the skill in the system prompt, loads it on demand, and saves the fact to memory (s12)", async () => {
+    const { requests } = await replayed();
+    expect(requests[0].system).toContain("- changelog: How to add an entry to CHANGELOG.md");
+    expect(requests[0].system).not.toContain("# Changelog entries");
+    expect(resultText(resultIn(await requestWith("toolu_full_demo_11"), "toolu_full_demo_11")!)).toContain("# Changelog entries");
+    expect(file(".agent/MEMORY.md")).toContain("- The nightly check is `node nightly.js`");
+  });
+});
+
+describe("the capstone's mechanisms beyond the demo", () => {
+  const ws = useWorkspace();
+  const printed = usePrinted();
+  const replay = useReplay();
+
+  it("compacts when asked: the summary replaces the history, pairs stay whole, the transcript keeps everything (s11)", async () => {
+    writeFileSync("notes.txt", "first note\n");
+    const running = replay(
+      scenarioOf([
+        reply.tools([{ name: "read_file", input: { path: "notes.txt" } }]),
+        reply.tools([{ name: "compact", input: {} }]),
+        reply.text("Summary: notes.txt was read; it holds one note."), // the summary request
+        reply.tools([{ name: "read_file", input: { path: "notes.txt" } }]),
+        reply.text("Done."),
+      ]),
+    );
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    const messages = await runTurns(full.agentLoop, ["Read the notes, then make room."]);
+    const requests = running.requests;
+    expect(requests).toHaveLength(5);
+    expect(requests[2].tool_choice).toEqual({ type: "none" });
+    const after = requests[3];
+    expect(JSON.stringify(after.messages)).toContain("Summary: notes.txt was read");
+    expect(JSON.stringify(after.messages)).not.toContain("first note");
+    for (const request of requests) expect(pairProblems(request)).toEqual([]);
+    const transcript = readdirSync(".transcripts").map((name) => readFileSync(`.transcripts/${name}`, "utf8")).join("");
+    // Written before each request: everything but the reply that ended the turn, which the next request will carry.
+    for (const message of messages.slice(0, -1)) expect(transcript).toContain(JSON.stringify(message));
+  });
+
+  it("keeps any tool's large result whole in a file, not only bash's (s07 in runTool)", async () => {
+    writeFileSync("big.txt", Array.from({ length: 3000 }, (_, i) => `match line ${i + 1}`).join("\n"));
+    const result = await full.runTool({ type: "tool_use", id: "toolu_big_grep", name: "grep", input: { pattern: "match", output_mode: "content", head_limit: 0 } } as ToolUseBlock);
+    const sent = resultText(result);
+    expect(sent.length).toBeLessThan(8_000);
+    expect(sent).toContain(".agent/tool-results/toolu_big_grep.txt");
+    const saved = readFileSync(".agent/tool-results/toolu_big_grep.txt", "utf8");
+    expect(saved).toContain("big.txt:1500: match line 1500");
+    expect(saved.trimEnd().split("\n")).toHaveLength(3000);
+  });
+
+  it("reads the memory saved in one session into the next session's system prompt (s12)", async () => {
+    mkdirSync(".agent");
+    writeFileSync(".agent/MEMORY.md", "# Memory\n\n## Saved facts\n\n- Tests run with `npm run check`.\n");
+    const running = replay(scenarioOf([reply.text("Noted.")]));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await runTurns(full.agentLoop, ["hello"]);
+    expect(running.requests[0].system).toContain("- Tests run with `npm run check`.");
+  });
+
+  it("registers the tools a discovery command offers, and runs them through its call command (s08)", async () => {
+    const declarations = JSON.stringify([{ name: "shout", description: "Upper-case a text.", parameters: { type: "object", properties: { text: { type: "string" } } } }]);
+    mkdirSync(".agent");
+    writeFileSync(".agent/settings.json", JSON.stringify({ tools: { toolDiscoveryCommand: `echo '${declarations}'`, toolCallCommand: "f() { tr a-z A-Z; }; f" } }));
+    try {
+      await full.prepareReplay({ description: "", prompts: [], replies: [] });
+      expect(full.TOOLS.map((t) => t.name)).toContain("shout");
+      const shout = full.registry.getTool("shout")!;
+      expect(shout.kind).toBe("execute");
+      expect((await shout.execute({ text: "quiet" }, new AbortController().signal)).llmContent).toBe('{"TEXT":"QUIET"}');
+    } finally {
+      rmSync(".agent/settings.json");
+      await full.prepareReplay({ description: "", prompts: [], replies: [] }); // drops the found tools again
+    }
+    expect(full.TOOLS.map((t) => t.name)).not.toContain("shout");
+  });
+
+  it("has Part I's glob, ls, web_fetch and ask_user as registry tools that run through runTool", async () => {
+    mkdirSync("src");
+    writeFileSync("src/a.ts", "");
+    writeFileSync("src/b.js", "");
+    writeFileSync(".gitignore", "dist/\n");
+    mkdirSync("dist");
+    writeFileSync("dist/c.ts", "");
+    const run = async (name: string, input: Record<string, unknown>) => full.runTool({ type: "tool_use", id: `toolu_${name}`, name, input } as ToolUseBlock);
+    expect(resultText(await run("glob", { pattern: "**/*.ts" }))).toBe("src/a.ts");
+    expect(resultText(await run("ls", { path: "src" }))).toBe("a.ts\nb.js");
+    const missing = await run("ls", { path: "nowhere" });
+    expect(missing.is_error).toBe(true);
+    expect(resultText(missing)).toContain("nowhere does not exist");
+    const local = await run("web_fetch", { url: "http://127.0.0.1:9/" });
+    expect(local.is_error).toBe(true);
+    expect(resultText(local)).toContain("refused");
+    expect(resultText(await run("ask_user", { question: "Which one?" }))).toContain("No one answered");
+    expect(ws.dir).toBeTruthy();
+    expect(printed.join("\n")).toContain("> Glob **/*.ts");
+  });
+});
