@@ -1,40 +1,106 @@
 // The docs site: English at the root, Japanese under /ja/, pages in docs/.
-// Nav, sidebar and UI labels per language; the sidebar comes from the curriculum list, with
-// stages whose file is not in agents/ yet shown as coming (no link to a missing page).
-import { defineConfig } from "vitepress";
-import { STAGES, type Lang } from "./curriculum.ts";
+// Nav, sidebar and UI labels per language, from the curriculum list. Every stage has a page:
+// its own (docs/sNN.md) once written, a planned page (docs/[stage].md) until then; each
+// stage with a parent has a diff page (docs/diff/[stage].md). Pages others write (exercises,
+// the workshop, the benchmarks) are linked only when their file exists.
+// See .vitepress/README.md for how a stage's page, diagram, session notes and diff fit in.
+import { readFileSync } from "node:fs";
+import { defineConfig, type HeadConfig } from "vitepress";
+import { PAGE_STAGES, stageById, type Lang } from "./curriculum.ts";
+import { stagePageOf, workbookMarkdown } from "./markdown.ts";
 import { nav, sidebar } from "./navigation.ts";
+import { presentStages } from "./regions.ts";
 import { tokenize } from "./search.ts";
-import { existingStages } from "../lib/stages.ts";
+import { pageSession } from "./sessions.ts";
+import { describePage, diffStages, optionalPages, plannedStages, readRepository } from "./site.ts";
+import { REPO_ROOT } from "../lib/stages.ts";
 
-const existing = existingStages();
+const present = presentStages(REPO_ROOT);
+const repository = readRepository(REPO_ROOT);
+const pkg = JSON.parse(readFileSync(`${REPO_ROOT}/package.json`, "utf8")) as { description: string };
 
-/** "s02.md" or "ja/s02.md" -> the stage and the page's language. */
-function stagePage(relativePath: string): { stage: (typeof STAGES)[number]; lang: Lang } | undefined {
-  const match = /^(ja\/)?(s\d\d)\.md$/.exec(relativePath);
-  const stage = match && STAGES.find((s) => s.id === match[2]);
-  return stage ? { stage, lang: match[1] ? "ja" : "en" } : undefined;
+/** What the theme's components need to know about the repository, per language. */
+function workbook(lang: Lang) {
+  return {
+    present: [...present.keys()],
+    planned: plannedStages(REPO_ROOT, lang).map((s) => s.id),
+    diffs: diffStages(REPO_ROOT),
+    optional: optionalPages(REPO_ROOT, lang),
+    repository,
+  };
 }
+
+/** The stages whose own page is written in `lang` (the others show a planned page, marked so). */
+const written = (lang: Lang) => {
+  const planned = plannedStages(REPO_ROOT, lang).map((s) => s.id);
+  return new Map(PAGE_STAGES.filter((s) => !planned.includes(s.id)).map((s) => [s.id, s.file]));
+};
+
+const siteNav = (lang: Lang) => ({
+  nav: nav(lang, written(lang), optionalPages(REPO_ROOT, lang)),
+  sidebar: sidebar(lang, written(lang), optionalPages(REPO_ROOT, lang)),
+  workbook: workbook(lang),
+  ...(repository ? { socialLinks: [{ icon: "github", link: repository.web }] } : {}),
+});
 
 export default defineConfig({
   srcDir: "docs",
   title: "Agent Workbook",
   lastUpdated: false,
   cleanUrls: false,
-  markdown: { lineNumbers: false },
-  // A stage page's title lives in the curriculum list, not in the page: <StageHeader> shows it.
-  transformPageData(pageData) {
-    const page = stagePage(pageData.relativePath);
-    if (page) pageData.title = `${page.stage.id}: ${page.stage.title[page.lang]}`;
+  markdown: {
+    lineNumbers: false,
+    config: (md) => workbookMarkdown(md, REPO_ROOT),
+  },
+  head: [
+    ["link", { rel: "icon", type: "image/svg+xml", href: "/favicon.svg" }],
+    ["meta", { name: "theme-color", content: "#b4530b" }],
+  ],
+  async transformPageData(pageData) {
+    const planned = pageData.params?.planned === true;
+    const diff = /^(ja\/)?diff\/(s\d\d|full)\.md$/.exec(pageData.relativePath);
+    const page = stagePageOf(pageData.relativePath);
+    const lang: Lang = pageData.relativePath.startsWith("ja/") ? "ja" : "en";
+    const frontmatter = { ...pageData.frontmatter };
+    let title = pageData.title;
+    if (page) {
+      // A stage page's title lives in the curriculum list, not in the page: <StageHeader> shows it.
+      const stage = stageById(page.id);
+      title = `${stage.id}: ${stage.title[lang]}`;
+      frontmatter.pageClass = planned ? "stage-page planned-page" : "stage-page";
+      // The outline moves to the bar above the page, so the code can use the whole width.
+      frontmatter.aside = false;
+      if (!planned && present.has(page.id)) frontmatter.session = await pageSession(REPO_ROOT, page.id);
+    } else if (diff) {
+      title = lang === "ja" ? `${diff[2]}: ${pageData.params?.parent} からの変更` : `${diff[2]}: what changed from ${pageData.params?.parent}`;
+      frontmatter.pageClass = "stage-page diff-page";
+      frontmatter.aside = false;
+    }
+    const description = frontmatter.description ?? describePage(REPO_ROOT, pageData.relativePath, pageData.params) ?? pageData.description;
+    return { title, frontmatter, description };
+  },
+  // Social previews: the page's own title and description.
+  transformHead({ pageData, title, description, siteConfig }) {
+    const ja = pageData.relativePath.startsWith("ja/");
+    const tags: HeadConfig[] = [
+      ["meta", { property: "og:type", content: "website" }],
+      ["meta", { property: "og:site_name", content: siteConfig.site.title }],
+      ["meta", { property: "og:title", content: title }],
+      ["meta", { property: "og:description", content: description }],
+      ["meta", { property: "og:locale", content: ja ? "ja_JP" : "en_US" }],
+      ["meta", { name: "twitter:card", content: "summary" }],
+      ["meta", { name: "twitter:title", content: title }],
+      ["meta", { name: "twitter:description", content: description }],
+    ];
+    return tags;
   },
   locales: {
     root: {
       label: "English",
       lang: "en-US",
-      description: "Build a coding agent like Claude Code in TypeScript, one mechanism at a time.",
+      description: pkg.description,
       themeConfig: {
-        nav: nav("en", existing),
-        sidebar: sidebar("en", existing),
+        ...siteNav("en"),
         outline: { level: [2, 3], label: "On this page" },
         docFooter: { prev: "Previous", next: "Next" },
       },
@@ -46,8 +112,7 @@ export default defineConfig({
       title: "Agent Workbook",
       description: "Claude Code のようなコーディングエージェントを、TypeScript で仕組みを1つずつ足しながら作ります。",
       themeConfig: {
-        nav: nav("ja", existing),
-        sidebar: sidebar("ja", existing),
+        ...siteNav("ja"),
         outline: { level: [2, 3], label: "このページの内容" },
         docFooter: { prev: "前のページ", next: "次のページ" },
         darkModeSwitchLabel: "外観",
@@ -80,9 +145,10 @@ export default defineConfig({
         _render(src, env, md) {
           const html = md.render(src, env);
           if (env.frontmatter?.search === false) return "";
-          const page = stagePage(env.relativePath);
+          const page = stagePageOf(env.relativePath);
           if (!page) return html;
-          const { stage, lang } = page;
+          const stage = stageById(page.id);
+          const lang: Lang = page.lang;
           return `<h1>${stage.id}: ${stage.title[lang]} <a class="header-anchor" href="#"></a></h1><p>${stage.motto[lang]}</p>${html}`;
         },
         locales: {

@@ -9,8 +9,8 @@ export interface Stage {
   id: string;
   /** The file in agents/, e.g. "s02_tool_use.ts" */
   file: string;
-  /** 1, 2 or 3: the breadcrumb puts a `|` between layers. */
-  layer: 1 | 2 | 3;
+  /** 1, 2 or 3: the breadcrumb puts a `|` between layers. The capstone stands after them. */
+  layer: 1 | 2 | 3 | "capstone";
   /**
    * The stage this one is built from, which "What changed" on its page compares it with.
    * Part I is cumulative (each stage's parent is the one before it); s06 rebuilds s03's core
@@ -19,6 +19,10 @@ export interface Stage {
   parent?: string;
   title: Record<Lang, string>;
   motto: Record<Lang, string>;
+  /** What the stage teaches, in a sentence a learner can read before the stage exists. */
+  teaches: Record<Lang, string>;
+  /** The seed documents it is designed from (see SEEDS), e.g. ["002"]. */
+  seeds: string[];
 }
 
 export const LAYERS: Record<1 | 2 | 3, Record<Lang, string>> = {
@@ -34,6 +38,11 @@ export const STAGES: Stage[] = [
     layer: 1,
     title: { en: "The Agent Loop", ja: "エージェントループ" },
     motto: { en: "One loop and one tool are enough for an agent", ja: "エージェントに要るのは、ループ1つとツール1つです" },
+    teaches: {
+      en: "The loop: call the model, run the tools it asks for, send the results back, and stop when it stops asking. One tool: bash.",
+      ja: "ループです。モデルを呼び、頼まれたツールを実行して結果を返し、頼まれなくなったら止めます。ツールは bash の1つだけです。",
+    },
+    seeds: ["001"],
   },
   {
     id: "s02",
@@ -42,6 +51,11 @@ export const STAGES: Stage[] = [
     parent: "s01",
     title: { en: "Tools", ja: "ツール" },
     motto: { en: "Adding a tool means adding a handler", ja: "ツールを増やすとは、ハンドラを1つ足すことです" },
+    teaches: {
+      en: "A dispatch map from tool name to handler, three file tools, and a sandbox that keeps every path inside the workspace.",
+      ja: "ツール名からハンドラを引くディスパッチマップ、ファイル用のツール3つ、そしてすべてのパスをワークスペースの中に留めるサンドボックスです。",
+    },
+    seeds: ["001", "004"],
   },
   {
     id: "s03",
@@ -50,6 +64,11 @@ export const STAGES: Stage[] = [
     parent: "s02",
     title: { en: "Search and Edit", ja: "検索と精密な編集" },
     motto: { en: "Find it first, then change only that", ja: "まず探し、狙った箇所だけを書き換えます" },
+    teaches: {
+      en: "Find before you change: grep, glob and ls with sensible limits, and an edit_file that changes exactly one known place.",
+      ja: "変える前に探します。上限つきの grep、glob、ls と、狙った1か所だけを書き換える edit_file です。",
+    },
+    seeds: ["000", "003"],
   },
   {
     id: "s04",
@@ -58,6 +77,11 @@ export const STAGES: Stage[] = [
     parent: "s03",
     title: { en: "Web Fetch", ja: "Web の取得" },
     motto: { en: "Reach outside, bring back only text", ja: "外へ手を伸ばし、持ち帰るのはテキストだけ" },
+    teaches: {
+      en: "Reaching outside: a URL becomes clean text, and private, loopback and cloud-metadata addresses are refused.",
+      ja: "外へ手を伸ばします。URL をきれいなテキストにし、プライベート、ループバック、クラウドのメタデータのアドレスは拒否します。",
+    },
+    seeds: ["000"],
   },
   {
     id: "s05",
@@ -66,6 +90,11 @@ export const STAGES: Stage[] = [
     parent: "s04",
     title: { en: "Ask the User", ja: "ユーザーに尋ねる" },
     motto: { en: "When unsure, ask the person", ja: "迷ったら、人に尋ねます" },
+    teaches: {
+      en: "A human in the loop: before a step that cannot be undone, the model asks a person, and the loop waits for the answer.",
+      ja: "人をループに入れます。取り消せない操作の前にモデルが人に尋ね、ループは答えを待ちます。",
+    },
+    seeds: ["000"],
   },
   {
     id: "s06",
@@ -74,6 +103,11 @@ export const STAGES: Stage[] = [
     parent: "s03",
     title: { en: "Tool Registry", ja: "ツールレジストリ" },
     motto: { en: "A tool describes, checks and confirms itself", ja: "ツールは自分を説明し、検証し、確認を求めます" },
+    teaches: {
+      en: "Tools as objects that describe, validate and confirm themselves, kept in a registry; the nine steps of one tool call; what the model reads (llmContent) kept apart from what the person sees (returnDisplay).",
+      ja: "ツールを、自分を説明し、入力を検証し、確認を求めるオブジェクトにして、レジストリにまとめます。ツール呼び出し1回の9つの手順と、モデルが読むもの(llmContent)と人に見せるもの(returnDisplay)の区別も学びます。",
+    },
+    seeds: ["002"],
   },
   {
     id: "s07",
@@ -82,6 +116,11 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Large Results", ja: "大きな結果" },
     motto: { en: "Context is a budget: show a preview, keep the whole", ja: "コンテキストは予算です。見せるのは一部、全体は手元に残します" },
+    teaches: {
+      en: "Context is a budget: paged reads, capped output, and large results written to a file with a head-and-tail preview, so nothing is lost.",
+      ja: "コンテキストは予算です。ページ単位の読み込み、出力の上限、そして大きな結果はファイルに書き出して先頭と末尾だけを見せ、何も失わないようにします。",
+    },
+    seeds: ["003"],
   },
   {
     id: "s08",
@@ -90,6 +129,11 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Tool Discovery", ja: "ツールの発見" },
     motto: { en: "Tools can come from outside the program", ja: "ツールはプログラムの外からもやって来ます" },
+    teaches: {
+      en: "Tools from outside the program: a discovery command and MCP servers, whose tools are named server__tool.",
+      ja: "プログラムの外から来るツールです。発見用のコマンドと MCP サーバーを使い、ツール名は server__tool の形になります。",
+    },
+    seeds: ["002"],
   },
   {
     id: "s09",
@@ -98,6 +142,11 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Todo Write", ja: "TODO リスト" },
     motto: { en: "A plan written down is a plan kept", ja: "書き出した計画は、守られる計画になります" },
+    teaches: {
+      en: "Planning: a todo list the model writes and keeps up to date, and a reminder when it forgets.",
+      ja: "計画です。モデルが書いて更新し続ける TODO リストと、忘れたときのリマインダーです。",
+    },
+    seeds: ["002"],
   },
   {
     id: "s10",
@@ -106,6 +155,11 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Subagents", ja: "サブエージェント" },
     motto: { en: "A clean context for the side task; only the answer comes back", ja: "寄り道は新しいコンテキストで。戻ってくるのは答えだけです" },
+    teaches: {
+      en: "A subagent with a clean context: it does a side task and returns only its result.",
+      ja: "新しいコンテキストを持つサブエージェントです。寄り道の作業をこなし、結果だけを返します。",
+    },
+    seeds: ["002"],
   },
   {
     id: "s11",
@@ -114,6 +168,11 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Context Compaction", ja: "コンテキストの圧縮" },
     motto: { en: "Make room in the context, keep the transcript on disk", ja: "コンテキストは空けても、記録はディスクに残します" },
+    teaches: {
+      en: "Making room: old tool results compacted, the conversation summarised near the limit, and the whole transcript kept on disk.",
+      ja: "場所を空けます。古いツール結果を圧縮し、上限が近づいたら会話を要約し、記録の全体はディスクに残します。",
+    },
+    seeds: ["003"],
   },
   {
     id: "s12",
@@ -122,8 +181,129 @@ export const STAGES: Stage[] = [
     parent: "s06",
     title: { en: "Skills and Memory", ja: "スキルとメモリ" },
     motto: { en: "Load knowledge when it is needed, remember what matters", ja: "知識は必要なときに読み込み、大事なことは覚えておきます" },
+    teaches: {
+      en: "Knowledge on demand (skills listed, loaded when asked) and memory that survives from one session to the next.",
+      ja: "必要なときに読み込む知識(一覧だけを見せ、頼まれたら読み込むスキル)と、セッションをまたいで残るメモリです。",
+    },
+    seeds: ["002"],
   },
 ];
+
+/**
+ * The capstone, agents/s_full.ts: every mechanism together. It is not one of the twelve
+ * stages (it adds no mechanism of its own), so it is kept apart from STAGES; its page is
+ * `full`, after s12.
+ */
+export const CAPSTONE: Stage = {
+  id: "full",
+  file: "s_full.ts",
+  layer: "capstone",
+  title: { en: "The Capstone", ja: "総仕上げ" },
+  motto: { en: "Every mechanism together: the agent you would use", ja: "すべての仕組みを1つに。実際に使うエージェントです" },
+  teaches: {
+    en: "Every mechanism of s01 to s12 in one program: the registry, large results kept out of the context, discovered tools, a plan, subagents, compaction, skills and memory.",
+    ja: "s01〜s12 のすべての仕組みを1つのプログラムにまとめます。レジストリ、コンテキストに入れない大きな結果、発見したツール、計画、サブエージェント、圧縮、スキルとメモリです。",
+  },
+  seeds: [],
+};
+
+/** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */
+export const PAGE_STAGES: Stage[] = [...STAGES, CAPSTONE];
+
+/** The stage whose page comes after `id`'s, if any. */
+export function nextStage(id: string): Stage | undefined {
+  const index = PAGE_STAGES.findIndex((stage) => stage.id === id);
+  return index >= 0 ? PAGE_STAGES[index + 1] : undefined;
+}
+
+/**
+ * The seed documents the stages were designed from, in words a learner can follow, and the
+ * system each one describes (see SYSTEMS).
+ */
+export const SEEDS: Record<string, { system: string; what: Record<Lang, string> }> = {
+  "000": {
+    system: "glassbox",
+    what: {
+      en: "the glassbox tutorial's chapter on its extended tools (edit_file, grep, glob, web_fetch, ask_user)",
+      ja: "glassbox チュートリアルの拡張ツールの章(edit_file、grep、glob、web_fetch、ask_user)",
+    },
+  },
+  "001": {
+    system: "learn-claude-code",
+    what: {
+      en: "the s02 chapter of learn-claude-code, a staged Python course (the dispatch map and safe_path)",
+      ja: "段階を追って進む Python の講座 learn-claude-code の s02 の章(ディスパッチマップと safe_path)",
+    },
+  },
+  "002": {
+    system: "qwen-code",
+    what: {
+      en: "Qwen Code's documentation of its core Tools API (tool objects, the registry, discovery and MCP, the execution flow)",
+      ja: "Qwen Code のコア Tools API のドキュメント(ツールのオブジェクト、レジストリ、発見と MCP、実行の流れ)",
+    },
+  },
+  "003": {
+    system: "deepagents",
+    what: {
+      en: "deepagents' FilesystemMiddleware (seven file tools, path checks, large results evicted to files)",
+      ja: "deepagents の FilesystemMiddleware(ファイル用のツール7つ、パスの検査、大きな結果のファイルへの退避)",
+    },
+  },
+  "004": {
+    system: "learn-claude-code",
+    what: {
+      en: "learn-claude-code's web page for its s02 (how a stage page is laid out)",
+      ja: "learn-claude-code の s02 の Web ページ(ステージのページの構成)",
+    },
+  },
+};
+
+/**
+ * The systems the pages compare the stages with: one address each, found in their own
+ * documentation or repository. A page links them through <ComparedWith>, never by hand.
+ */
+export const SYSTEMS: Record<string, { name: Record<Lang, string>; url: string; what: Record<Lang, string> }> = {
+  "claude-code": {
+    name: { en: "Claude Code", ja: "Claude Code" },
+    url: "https://code.claude.com/docs/en/how-claude-code-works",
+    what: {
+      en: "Anthropic's coding agent for the terminal; compared by its documented tools and behaviour, not by its code",
+      ja: "Anthropic の、端末で使うコーディングエージェント。比べたのはドキュメントに書かれたツールと振る舞いで、コードではありません",
+    },
+  },
+  "qwen-code": {
+    name: { en: "Qwen Code", ja: "Qwen Code" },
+    url: "https://github.com/QwenLM/qwen-code",
+    what: {
+      en: "an open-source coding agent for the terminal; compared by its core Tools API as its documentation describes it",
+      ja: "オープンソースの、端末で使うコーディングエージェント。比べたのはドキュメントに書かれたコアの Tools API です",
+    },
+  },
+  deepagents: {
+    name: { en: "deepagents", ja: "deepagents" },
+    url: "https://github.com/langchain-ai/deepagents",
+    what: {
+      en: "LangChain's agent library; compared by the tools of its FilesystemMiddleware and their descriptions",
+      ja: "LangChain のエージェント用ライブラリ。比べたのは FilesystemMiddleware のツールとその説明文です",
+    },
+  },
+  glassbox: {
+    name: { en: "the glassbox tutorial", ja: "glassbox チュートリアル" },
+    url: "https://github.com/acompany-develop/ai-coding-agent-glassbox",
+    what: {
+      en: "a Japanese tutorial that builds a coding agent in Python; compared by its chapter on extended tools",
+      ja: "Python でコーディングエージェントを作る日本語のチュートリアル。比べたのは拡張ツールの章です",
+    },
+  },
+  "learn-claude-code": {
+    name: { en: "learn-claude-code", ja: "learn-claude-code" },
+    url: "https://github.com/shareAI-lab/learn-claude-code",
+    what: {
+      en: "a staged Python course that builds an agent like Claude Code; compared by its s02 chapter",
+      ja: "Claude Code のようなエージェントを段階的に作る Python の講座。比べたのは s02 の章です",
+    },
+  },
+};
 
 /** The link to a stage's page in one language: "/s02" or "/ja/s02". */
 export function stageLink(id: string, lang: Lang): string {
@@ -131,7 +311,7 @@ export function stageLink(id: string, lang: Lang): string {
 }
 
 export function stageById(id: string): Stage {
-  const stage = STAGES.find((s) => s.id === id);
+  const stage = PAGE_STAGES.find((s) => s.id === id);
   if (!stage) throw new Error(`unknown stage ${id}: add it to .vitepress/curriculum.ts`);
   return stage;
 }

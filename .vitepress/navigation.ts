@@ -1,27 +1,50 @@
-// Nav and sidebar for each language, from the curriculum list. A stage whose file is not in
-// agents/ yet appears as coming, as text with no link, so the site never links a missing page.
+// Nav and sidebar for each language, from the curriculum list. Every stage links to its page:
+// its own once written, a planned page until then (marked as such). The workshop, the
+// exercises and the benchmarks, which others write, appear only when their page exists.
 import type { DefaultTheme } from "vitepress";
-import { LAYERS, STAGES, stageLink, type Lang } from "./curriculum.ts";
+import { CAPSTONE, LAYERS, STAGES, stageLink, type Lang, type Stage } from "./curriculum.ts";
 
 const LABELS = {
-  en: { start: "Start here", home: "Home", gettingStarted: "Getting started", curriculum: "The curriculum", coming: "coming" },
-  ja: { start: "はじめに", home: "ホーム", gettingStarted: "はじめかた", curriculum: "カリキュラム", coming: "準備中" },
+  en: {
+    start: "Start here", gettingStarted: "Getting started", curriculum: "The curriculum", planned: "planned",
+    stages: "Stages", capstone: "Capstone", workshop: "Workshop", instructors: "For instructors", exercise: (id: string) => `${id} exercise`,
+    more: "More", benchmarks: "Benchmarks",
+  },
+  ja: {
+    start: "はじめに", gettingStarted: "はじめかた", curriculum: "カリキュラム", planned: "準備中",
+    stages: "ステージ", capstone: "総仕上げ", workshop: "ワークショップ", instructors: "講師の方へ", exercise: (id: string) => `${id} の演習`,
+    more: "その他", benchmarks: "ベンチマーク",
+  },
 } as const;
+
+/** Which of the pages others write exist (see site.ts optionalPages). */
+export interface Optional {
+  exercises: string[];
+  workshop: boolean;
+  benchmarks: boolean;
+}
+const NONE: Optional = { exercises: [], workshop: false, benchmarks: false };
 
 function prefix(lang: Lang): string {
   return lang === "ja" ? "/ja/" : "/";
 }
 
-export function sidebar(lang: Lang, present: ReadonlyMap<string, string>): DefaultTheme.SidebarItem[] {
+/** `written`: the stages whose own page exists; the others are marked as planned. */
+function stageItem(stage: Stage, lang: Lang, present: ReadonlyMap<string, string>): DefaultTheme.SidebarItem {
+  const text = `${stage.id === CAPSTONE.id ? "" : `${stage.id} `}${stage.title[lang]}`;
+  return { text: present.has(stage.id) ? text : `${text} (${LABELS[lang].planned})`, link: stageLink(stage.id, lang) };
+}
+
+export function sidebar(lang: Lang, present: ReadonlyMap<string, string>, optional: Optional = NONE): DefaultTheme.SidebarItem[] {
   const label = LABELS[lang];
   const layers = ([1, 2, 3] as const).map((layer) => ({
     text: LAYERS[layer][lang],
-    items: STAGES.filter((stage) => stage.layer === layer).map((stage) =>
-      present.has(stage.id)
-        ? { text: `${stage.id} ${stage.title[lang]}`, link: stageLink(stage.id, lang) }
-        : { text: `${stage.id} ${stage.title[lang]} (${label.coming})` },
-    ),
+    items: STAGES.filter((stage) => stage.layer === layer).map((stage) => stageItem(stage, lang, present)),
   }));
+  const workshop = [
+    ...(optional.workshop ? [{ text: label.instructors, link: `${prefix(lang)}workshop` }] : []),
+    ...optional.exercises.map((id) => ({ text: label.exercise(id), link: `${prefix(lang)}exercises/${id}` })),
+  ];
   return [
     {
       text: label.start,
@@ -31,19 +54,22 @@ export function sidebar(lang: Lang, present: ReadonlyMap<string, string>): Defau
       ],
     },
     ...layers,
+    { text: label.capstone, items: [stageItem(CAPSTONE, lang, present)] },
+    ...(workshop.length > 0 ? [{ text: label.workshop, collapsed: true, items: workshop }] : []),
+    ...(optional.benchmarks ? [{ text: label.more, items: [{ text: label.benchmarks, link: `${prefix(lang)}benchmarks` }] }] : []),
   ];
 }
 
-export function nav(lang: Lang, present: ReadonlyMap<string, string>): DefaultTheme.NavItem[] {
+export function nav(lang: Lang, present: ReadonlyMap<string, string>, optional: Optional = NONE): DefaultTheme.NavItem[] {
   const label = LABELS[lang];
-  const stages = STAGES.filter((stage) => present.has(stage.id)).map((stage) => ({
-    text: `${stage.id} ${stage.title[lang]}`,
-    link: stageLink(stage.id, lang),
-  }));
+  const stages = [...STAGES, CAPSTONE].map((stage) => {
+    const item = stageItem(stage, lang, present);
+    return { text: item.text!, link: item.link! };
+  });
   return [
     { text: label.gettingStarted, link: `${prefix(lang)}getting-started` },
     { text: label.curriculum, link: `${prefix(lang)}curriculum` },
-    { text: lang === "ja" ? "ステージ" : "Stages", items: stages },
+    { text: label.stages, items: stages },
+    ...(optional.workshop ? [{ text: label.workshop, link: `${prefix(lang)}workshop` }] : []),
   ];
 }
-

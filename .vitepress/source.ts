@@ -37,6 +37,11 @@ export function regionsOf(text: string): Map<string, string> {
  * with only comments do not count; a line of a multi-line string does.
  */
 export function linesOfCode(text: string, fileName = "stage.ts"): number {
+  return codeLines(text, fileName).size;
+}
+
+/** The 0-based numbers of the lines that count as code (see linesOfCode). */
+export function codeLines(text: string, fileName = "stage.ts"): Set<number> {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const lines = new Set<number>();
   const visit = (node: ts.Node) => {
@@ -52,7 +57,7 @@ export function linesOfCode(text: string, fileName = "stage.ts"): number {
     children.forEach(visit);
   };
   visit(source);
-  return lines.size;
+  return lines;
 }
 
 /**

@@ -3,7 +3,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { defineLoader } from "vitepress";
-import { linesOfCode, toolCount } from "./source.ts";
+import { REPO_ROOT } from "../lib/stages.ts";
+import { presentStages, stageChanges } from "./regions.ts";
+import { toolCount } from "./source.ts";
 
 export interface StageFigures {
   id: string;
@@ -11,6 +13,10 @@ export interface StageFigures {
   file: string;
   /** Non-blank, non-comment lines. */
   loc: number;
+  /** Lines of code new or changed since the parent (all of them when there is none). */
+  newLoc: number;
+  /** The parent stage it is compared with, when its file is present. */
+  parent: string | null;
   /** Entries of the TOOLS array; null when the stage builds its tools another way. */
   tools: number | null;
 }
@@ -19,13 +25,13 @@ declare const data: Record<string, StageFigures>;
 export { data };
 
 export default defineLoader({
-  watch: ["../agents/s[0-9][0-9]_*.ts"],
-  load(files: string[]): Record<string, StageFigures> {
+  watch: ["../agents/*.ts"],
+  load(): Record<string, StageFigures> {
     const stages: Record<string, StageFigures> = {};
-    for (const file of [...files].sort()) {
-      const name = path.basename(file);
-      const text = readFileSync(file, "utf8");
-      stages[name.slice(0, 3)] = { id: name.slice(0, 3), file: name, loc: linesOfCode(text, name), tools: toolCount(text, name) ?? null };
+    for (const [id, file] of presentStages(REPO_ROOT)) {
+      const text = readFileSync(path.join(REPO_ROOT, "agents", file), "utf8");
+      const changes = stageChanges(REPO_ROOT, id);
+      stages[id] = { id, file, loc: changes.loc, newLoc: changes.newLoc, parent: changes.parent?.id ?? null, tools: toolCount(text, file) ?? null };
     }
     return stages;
   },

@@ -333,9 +333,11 @@ export async function verifyAll(options: { timeLimitMs: number }): Promise<numbe
   const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-verify-all-")));
   const copies = new Map<string, string>();
   try {
-    // A folder outside the repository that imports like workshop/ does: ESM, and the packages.
+    // A folder outside the repository laid out like the workbook around workshop/: ESM, the
+    // packages, and the recordings (a stage may find its fixtures beside it, as s08 does).
     writeFileSync(path.join(root, "package.json"), '{ "type": "module" }\n');
     symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(root, "node_modules"));
+    symlinkSync(path.join(REPO_ROOT, "fixtures"), path.join(root, "fixtures"));
     const dir = path.join(root, "workshop");
     mkdirSync(dir);
     for (const id of ids) {

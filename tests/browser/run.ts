@@ -1,19 +1,29 @@
 // The docs site in a real browser: Debian's Chromium, headless, driven by playwright-core.
 // It serves the built site (.vitepress/dist; built first if missing, or always with --build)
-// on 127.0.0.1 and checks, in English and Japanese, that the home page and a stage page load
-// with the right `lang`, that the stage's code is on the page, that the language switcher
-// reaches the twin page, and that the local search finds pages (エージェントループ -> s01).
+// on 127.0.0.1 and checks, in English and Japanese:
+// - the home page and a stage page load with the right `lang`, with the stage's code;
+// - the language switcher reaches the twin page; the local search finds pages;
+// - at 1280 px no code block, diagram or session on any stage page (or diff page) scrolls
+//   sideways; at 390 px no page is wider than the screen and the breadcrumb wraps only
+//   between layers; the Japanese hero title breaks only where the page allows it;
+// - the session view steps forward, back and plays, and without JavaScript shows every step;
+// - the diff pages render, and "What changed" links to the regions and their diffs;
+// - every stage of the curriculum has a page (written or planned) with a link to the next;
+// - every internal link of the built site leads to a page and an anchor that exist;
+// - a favicon, a description of its own and social-preview tags on every page.
 // Screenshots go to test-results/; the run exits non-zero, naming each failed check.
 //
 //   npm run docs:build && npm run test:browser
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { load } from "cheerio";
 import { chromium, type Page } from "playwright-core";
+import { PAGE_STAGES, nextStage } from "../../.vitepress/curriculum.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const DIST = path.join(ROOT, ".vitepress", "dist");
@@ -60,6 +70,8 @@ let passed = 0;
 
 async function check(name: string, page: Page, body: () => Promise<void>): Promise<void> {
   try {
+    // Each check starts on a desktop screen, whatever the one before it left.
+    await page.setViewportSize({ width: 1280, height: 900 });
     await body();
     passed++;
     console.log(`ok      ${name}`);
@@ -102,6 +114,59 @@ async function search(page: Page, query: string): Promise<string[]> {
   return hrefs;
 }
 
+/** The stage pages and diff pages the build made, per language prefix ("/" or "/ja/"). */
+function builtStagePages(prefix: string): { stages: string[]; diffs: string[] } {
+  const dir = path.join(DIST, prefix);
+  const stages = readdirSync(dir).filter((f) => /^(s\d\d|full)\.html$/.test(f)).sort();
+  const diffDir = path.join(dir, "diff");
+  const diffs = existsSync(diffDir) ? readdirSync(diffDir).filter((f) => f.endsWith(".html")).sort().map((f) => `diff/${f}`) : [];
+  return { stages, diffs };
+}
+
+/** Code blocks, diagrams and sessions that are wider than their box (they would scroll sideways). */
+async function overflowing(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const boxes = [
+      ...document.querySelectorAll<HTMLElement>(".vp-doc div[class*='language-'] pre, .vp-doc .region-diff pre, .vp-doc figure.diagram, .vp-doc .session pre, .vp-doc .session-steps"),
+    ];
+    const wide = boxes.filter((box) => box.scrollWidth > box.clientWidth + 1).map((box) => `${box.closest("[class*='language-'], figure, .session, .region-diff")?.className ?? box.tagName}: ${box.scrollWidth} > ${box.clientWidth}`);
+    const svgs = [...document.querySelectorAll<SVGElement>(".vp-doc figure.diagram svg")].filter((svg) => svg.getBoundingClientRect().width > (svg.parentElement?.clientWidth ?? 0) + 1).map(() => "a diagram wider than its figure");
+    return [...wide, ...svgs];
+  });
+}
+
+/** Every internal link in the built site leads to a file, and every #anchor to an id on that page. */
+function deadLinksInDist(): string[] {
+  const html = new Map<string, ReturnType<typeof load>>();
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) return entry.name === "assets" ? [] : walk(file);
+      return entry.name.endsWith(".html") ? [file] : [];
+    });
+  for (const file of walk(DIST)) html.set("/" + path.relative(DIST, file).split(path.sep).join("/"), load(readFileSync(file, "utf8")));
+  const problems = new Set<string>();
+  for (const [from, $] of html) {
+    if (from === "/404.html") continue;
+    $("a[href]").each((_, a) => {
+      const href = $(a).attr("href")!;
+      if (/^[a-z]+:/i.test(href) || href.startsWith("//")) return;
+      const url = new URL(href, `http://site${from}`);
+      let target = decodeURIComponent(url.pathname);
+      if (target.endsWith("/")) target += "index.html";
+      if (!target.endsWith(".html") && !path.extname(target)) target += ".html";
+      const page = html.get(target);
+      if (!page) {
+        if (!existsSync(path.join(DIST, target))) problems.add(`${from}: ${href} leads to ${target}, which the build does not have`);
+        return;
+      }
+      const anchor = decodeURIComponent(url.hash.slice(1));
+      if (anchor && page(`[id="${anchor}"]`).length === 0) problems.add(`${from}: ${href} names #${anchor}, which ${target} does not have`);
+    });
+  }
+  return [...problems];
+}
+
 async function main(): Promise<number> {
   if (!existsSync(CHROMIUM)) {
     console.error(`No Chromium at ${CHROMIUM}. Install Debian's: apt-get install -y --no-install-recommends chromium`);
@@ -138,15 +203,18 @@ async function main(): Promise<number> {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(TIMEOUT);
   const pageErrors: string[] = [];
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  page.on("console", (message) => {
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-  });
-  page.on("response", (response) => {
-    if (response.status() >= 400) pageErrors.push(`${response.status()} for ${response.url().replace(site.url, "")}`);
-  });
-  const open = async (urlPath: string) => {
-    await page.goto(site.url + urlPath, { waitUntil: "networkidle" });
+  const watch = (p: Page) => {
+    p.on("pageerror", (error) => pageErrors.push(error.message));
+    p.on("console", (message) => {
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(`${p.url().replace(site.url, "")}: ${message.text()}`);
+    });
+    p.on("response", (response) => {
+      if (response.status() >= 400) pageErrors.push(`${response.status()} for ${response.url().replace(site.url, "")}`);
+    });
+  };
+  watch(page);
+  const open = async (urlPath: string, on: Page = page) => {
+    await on.goto(site.url + urlPath, { waitUntil: "networkidle" });
   };
 
   try {
@@ -159,13 +227,19 @@ async function main(): Promise<number> {
         searches: [{ query: "エージェントループ", first: "/ja/s01.html" }, { query: "相棒", anywhere: "/ja/s01.html" }] as Search[] },
     ];
     for (const l of languages) {
+      const key = l.label.toLowerCase();
+      const built = builtStagePages(l.prefix);
+
       await check(`${l.label} home page loads`, page, async () => {
+        await page.setViewportSize({ width: 1280, height: 900 });
         await open(l.prefix);
         await expectLang(page, l.lang);
         const name = await page.locator(".VPHero .name").innerText();
         assert(name.includes(l.home), `the hero shows "${name}"`);
         const actions = await page.locator(".VPHero .actions a").count();
         assert(actions >= 2, `the hero has ${actions} buttons`);
+        const sizes = await page.locator("table.stage-sizes tbody tr").count();
+        assert(sizes === PAGE_STAGES.length, `the sizes table has ${sizes} rows, not ${PAGE_STAGES.length}`);
       });
 
       await check(`${l.label} stage page s02 shows its header and the stage's code`, page, async () => {
@@ -175,7 +249,7 @@ async function main(): Promise<number> {
         const current = await page.locator(".stage-breadcrumb .crumb.current").innerText();
         assert(current === "s02", `the breadcrumb marks "${current}" as current`);
         const crumbs = await page.locator(".stage-breadcrumb .crumb").count();
-        assert(crumbs === 12, `the breadcrumb has ${crumbs} stages`);
+        assert(crumbs === PAGE_STAGES.length, `the breadcrumb has ${crumbs} stages, not ${PAGE_STAGES.length}`);
         const loc = await page.locator('[data-figure="loc"]').innerText();
         assert(/\d{3}/.test(loc), `the lines-of-code figure reads "${loc}"`);
         const tools = await page.locator('[data-figure="tools"]').innerText();
@@ -183,15 +257,185 @@ async function main(): Promise<number> {
         const stageFile = readFileSync(path.join(ROOT, "agents", "s02_tool_use.ts"), "utf8");
         for (const line of ["function safePath(given: string): string {", "export async function agentLoop(messages: MessageParam[]): Promise<void> {"]) {
           assert(stageFile.includes(line), `the stage file no longer has: ${line}`);
-          const code = await page.locator('div[class*="language-ts"] pre').allInnerTexts();
+          const code = await page.locator('div[class*="language-ts"] pre').allTextContents();
           assert(code.some((block) => block.includes(line)), `no code block on the page contains: ${line}`);
         }
-        await page.screenshot({ path: path.join(RESULTS, `${l.label.toLowerCase()}-s02.png`), fullPage: true });
-        await page.screenshot({ path: path.join(RESULTS, `${l.label.toLowerCase()}-s02-top.png`) });
-        for (const section of ["solution", "sandbox", "what-changed", "comparison"]) {
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s02.png`), fullPage: true });
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s02-top.png`) });
+        for (const section of ["how-it-works", "sandbox", "what-changed", "try-it", "comparison"]) {
           await page.locator(`h2#${section}, h3#${section}`).evaluate((heading) => heading.scrollIntoView());
-          await page.screenshot({ path: path.join(RESULTS, `${l.label.toLowerCase()}-s02-${section}.png`) });
+          await page.screenshot({ path: path.join(RESULTS, `${key}-s02-${section}.png`) });
         }
+      });
+
+      await check(`${l.label} carried-over regions are collapsed, new and changed ones open with their lines highlighted`, page, async () => {
+        await open(`${l.prefix}s05.html`);
+        const loop = page.locator("details.region-block.unchanged#region-agent-loop");
+        assert((await loop.count()) === 1, "the agent-loop region is not a collapsed block");
+        assert(!(await loop.evaluate((d) => (d as HTMLDetailsElement).open)), "the unchanged agent-loop region is open");
+        assert((await loop.locator("summary").innerText()).includes("agent-loop"), "the collapsed region's summary does not name it");
+        const askUser = page.locator("figure.region-block.new#region-ask-user");
+        assert((await askUser.count()) === 1, "the new ask-user region is not an open, captioned block");
+        assert((await askUser.locator("figcaption").innerText()).includes("s05_ask_user.ts"), "the caption does not name the file");
+        const tools = page.locator("figure.region-block.changed#region-tools");
+        const highlighted = await tools.locator(".line.highlighted").count();
+        assert(highlighted > 0, "the changed tools region has no highlighted line");
+        const text = await tools.locator(".line.highlighted").allTextContents();
+        assert(text.some((t) => t.includes("ask_user")), "the highlighted lines are not the ask_user schema");
+        await tools.scrollIntoViewIfNeeded();
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s05-regions.png`) });
+      });
+
+      await check(`${l.label} "What changed" links each region to its block and its diff`, page, async () => {
+        await open(`${l.prefix}s05.html`);
+        const links = await page.locator("#what-changed ~ table a.wc-region").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).getAttribute("href")!));
+        assert(links.includes("#region-ask-user") && links.includes("#region-agent-loop"), `the region links are ${JSON.stringify(links)}`);
+        for (const href of links.filter((h) => h.startsWith("#"))) {
+          assert((await page.locator(`[id="${href.slice(1)}"]`).count()) === 1, `${href} leads to no block on the page`);
+        }
+        const diff = page.locator("#what-changed ~ table a.wc-diff").first();
+        assert((await diff.getAttribute("href"))?.includes("diff/s05.html#"), "a changed row has no link to the diff page");
+        await diff.click();
+        await page.waitForURL(/diff\/s05\.html/);
+        await page.locator(".region-diff").first().waitFor();
+      });
+
+      await check(`${l.label} no code block, diagram or session scrolls sideways at 1280 px on any stage or diff page`, page, async () => {
+        await page.setViewportSize({ width: 1280, height: 900 });
+        const problems: string[] = [];
+        for (const file of [...built.stages, ...built.diffs]) {
+          await open(`${l.prefix}${file}`);
+          for (const box of await overflowing(page)) problems.push(`${file}: ${box}`);
+          const width = await page.evaluate(() => document.documentElement.scrollWidth);
+          if (width > 1280) problems.push(`${file}: the page is ${width} px wide`);
+        }
+        assert(built.stages.length >= 13, `only ${built.stages.length} stage pages were built`);
+        assert(problems.length === 0, problems.join("; "));
+        await open(`${l.prefix}s04.html`);
+        await page.locator("#web-fetch").evaluate((h) => h.scrollIntoView());
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s04-code-1280.png`) });
+      });
+
+      await check(`${l.label} stage pages read on a phone (390 px): nothing wider than the screen, the breadcrumb wraps between layers`, page, async () => {
+        await page.setViewportSize({ width: 390, height: 844 });
+        const problems: string[] = [];
+        for (const file of built.stages) {
+          await open(`${l.prefix}${file}`);
+          const width = await page.evaluate(() => document.documentElement.scrollWidth);
+          if (width > 390) problems.push(`${file}: the page is ${width} px wide`);
+          const split = await page.evaluate(() =>
+            [...document.querySelectorAll(".stage-breadcrumb .crumb-layer")].filter((layer) => new Set([...layer.querySelectorAll(".crumb")].map((c) => Math.round(c.getBoundingClientRect().top))).size > 1).length,
+          );
+          if (split > 0) problems.push(`${file}: ${split} layer(s) of the breadcrumb wrap inside`);
+          const svg = await page.locator("figure.diagram svg").first().boundingBox().catch(() => null);
+          if (svg && svg.width > 390) problems.push(`${file}: the diagram is ${svg.width} px wide`);
+        }
+        assert(problems.length === 0, problems.join("; "));
+        await open(`${l.prefix}s05.html`);
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s05-390-top.png`) });
+        await page.locator("figure.diagram").evaluate((f) => f.scrollIntoView());
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s05-390-diagram.png`) });
+        await page.setViewportSize({ width: 1280, height: 900 });
+      });
+
+      await check(`${l.label} the diagram follows dark mode`, page, async () => {
+        await open(`${l.prefix}s02.html`);
+        const fill = () => page.locator("figure.diagram .d-text").first().evaluate((t) => getComputedStyle(t).fill);
+        const light = await fill();
+        await page.evaluate(() => document.documentElement.classList.add("dark"));
+        const dark = await fill();
+        assert(light !== dark, `the diagram's text is ${light} in both modes`);
+        await page.locator("figure.diagram").evaluate((f) => f.scrollIntoView());
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s02-diagram-dark.png`) });
+        await page.evaluate(() => document.documentElement.classList.remove("dark"));
+      });
+
+      await check(`${l.label} the session view steps forward and back, and plays`, page, async () => {
+        await open(`${l.prefix}s03.html`);
+        const session = page.locator("[data-session]");
+        await session.locator("[data-counter]").waitFor({ timeout: 2 * TIMEOUT });
+        const shown = () => session.locator(".session-step:not(.later)").count();
+        const total = await session.locator(".session-step").count();
+        assert(total > 10, `the s03 session has ${total} steps`);
+        assert((await shown()) === 1, `${await shown()} steps shown at the start, not 1`);
+        await session.locator('[data-action="next"]').click();
+        await session.locator('[data-action="next"]').click();
+        assert((await shown()) === 3, `after two "next", ${await shown()} steps are shown`);
+        assert((await session.locator(".session-step.current").getAttribute("data-step")) === "3", "step 3 is not the current one");
+        await session.locator('[data-action="previous"]').click();
+        assert((await shown()) === 2, `after "previous", ${await shown()} steps are shown`);
+        const counter = await session.locator("[data-counter]").innerText();
+        assert(counter.includes("2") && counter.includes(String(total)), `the counter reads "${counter}"`);
+        // The non-unique edit is a step with its note.
+        const refused = session.locator(".session-step.result.error");
+        assert((await refused.count()) >= 1, "no tool result is marked as an error");
+        await session.locator('[data-action="play"]').click();
+        await page.waitForFunction(() => document.querySelectorAll("[data-session] .session-step:not(.later)").length >= 4, undefined, { timeout: 6000 });
+        await session.locator('[data-action="play"]').click(); // pause
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s03-session-stepping.png`) });
+        await session.locator('[data-action="mode"]').click();
+        assert((await shown()) === total, "'Show all' does not show every step");
+        const notes = await session.locator(".session-note").count();
+        assert(notes >= 2, `${notes} notes in the s03 session`);
+        await session.evaluate((s) => s.scrollIntoView());
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s03-session-all.png`) });
+      });
+
+      await check(`${l.label} the session reads as a plain transcript without JavaScript`, page, async () => {
+        // A page of our own with scripts switched off (Chrome DevTools Protocol): what a reader
+        // without JavaScript, or a search engine, gets.
+        const plain = await context.newPage();
+        const cdp = await context.newCDPSession(plain);
+        await cdp.send("Emulation.setScriptExecutionDisabled", { value: true });
+        await plain.goto(`${site.url}${l.prefix}s05.html`, { waitUntil: "load" });
+        const steps = await plain.locator("[data-session] .session-step").count();
+        const hidden = await plain.locator("[data-session] .session-step.later").count();
+        const controls = await plain.locator("[data-session] .session-controls").count();
+        assert(steps >= 8 && hidden === 0 && controls === 0, `${steps} steps, ${hidden} hidden, ${controls} controls`);
+        assert((await plain.locator("[data-session] .session-note").count()) >= 2, "no notes in the plain transcript");
+        await plain.locator("[data-session]").evaluate((s) => s.scrollIntoView());
+        await plain.screenshot({ path: path.join(RESULTS, `${key}-s05-session-no-javascript.png`) });
+        await plain.close();
+      });
+
+      await check(`${l.label} the diff view renders, region by region`, page, async () => {
+        assert(built.diffs.includes("diff/s05.html"), `the diff pages built: ${built.diffs.join(", ")}`);
+        await open(`${l.prefix}diff/s05.html`);
+        await page.locator("#ask-user").waitFor();
+        const regions = await page.locator(".region-diff").count();
+        const added = await page.locator('.region-diff[data-region="ask-user"] .diff-line.add').count();
+        const removed = await page.locator('.region-diff[data-region="program"] .diff-line.del').count();
+        assert(regions >= 4 && added > 20 && removed >= 1, `${regions} regions, ${added} lines added to ask-user, ${removed} removed from program`);
+        assert((await page.locator("#agent-loop").count()) === 1, "the unchanged agent-loop region has no anchor");
+        await page.screenshot({ path: path.join(RESULTS, `${key}-diff-s05.png`), fullPage: true });
+      });
+
+      await check(`${l.label} every stage has a page, written or planned, with a link to the next`, page, async () => {
+        const problems: string[] = [];
+        for (const stage of PAGE_STAGES) {
+          const response = await page.goto(`${site.url}${l.prefix}${stage.id}.html`, { waitUntil: "networkidle" });
+          if (response?.status() !== 200) {
+            problems.push(`${stage.id}: ${response?.status()}`);
+            continue;
+          }
+          const next = page.locator('.stage-footer a[data-link="next"]');
+          await next.waitFor({ timeout: TIMEOUT }).catch(() => {}); // a long page may still be hydrating
+          if ((await next.count()) !== 1) {
+            problems.push(`${stage.id} has no next link`);
+            continue;
+          }
+          const href = new URL((await next.getAttribute("href"))!, page.url()).pathname;
+          const expected = `${l.prefix}${nextStage(stage.id)?.id ?? "curriculum"}.html`;
+          if (href !== expected) problems.push(`${stage.id}'s next link leads to ${href}, not ${expected}`);
+          const planned = await page.locator(".Layout.planned-page").count();
+          if (planned > 0 && (await page.locator("#teaches").count()) === 0) problems.push(`${stage.id}'s planned page does not say what it will teach`);
+        }
+        assert(problems.length === 0, problems.join("; "));
+        await open(`${l.prefix}s05.html`);
+        await page.locator(".stage-footer").evaluate((f) => f.scrollIntoView());
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s05-next.png`) });
+        await open(`${l.prefix}s12.html`);
+        await page.screenshot({ path: path.join(RESULTS, `${key}-s12.png`), fullPage: true });
       });
 
       await check(`${l.label} language switcher reaches the twin page`, page, async () => {
@@ -205,6 +449,33 @@ async function main(): Promise<number> {
         await page.locator(".stage-header .stage-title").waitFor();
       });
 
+      await check(`${l.label} pages have a favicon, their own description and social-preview tags`, page, async () => {
+        await open(`${l.prefix}s03.html`);
+        const icon = await page.locator('link[rel="icon"]').getAttribute("href");
+        const iconStatus = icon ? (await page.request.get(new URL(icon, page.url()).href)).status() : 0;
+        assert(iconStatus === 200, `the favicon ${icon} answers ${iconStatus}`);
+        const description = await page.locator('meta[name="description"]').getAttribute("content");
+        await open(`${l.prefix}curriculum.html`);
+        const other = await page.locator('meta[name="description"]').getAttribute("content");
+        assert(description && other && description !== other, `s03 and the curriculum share the description "${description}"`);
+        for (const tag of ["og:title", "og:description", "og:type", "og:site_name"]) {
+          assert(await page.locator(`meta[property="${tag}"]`).getAttribute("content"), `no ${tag}`);
+        }
+      });
+
+      await check(`${l.label} getting started gives a way to get the code that works as written`, page, async () => {
+        const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { repository?: unknown };
+        await open(`${l.prefix}getting-started.html`);
+        const box = page.locator(".get-the-code");
+        await box.waitFor();
+        const text = await box.innerText();
+        assert(!/<[^>]*repositor|<リポジトリ|<このリポジトリ/i.test(await page.locator(".vp-doc").innerText()), "the page shows a placeholder address");
+        if (pkg.repository) assert(/git clone \S+/.test(text), `package.json names a repository, but the page shows: ${text}`);
+        else assert(!text.includes("git clone http") && text.length > 40, `with no repository in package.json the page shows: ${text}`);
+        const social = await page.locator(".VPSocialLinks a").count();
+        assert(Boolean(pkg.repository) === social > 0, `${social} repository links in the nav, with ${pkg.repository ? "a" : "no"} repository in package.json`);
+      });
+
       for (const { query, first, anywhere } of l.searches) {
         const wanted = first ?? anywhere;
         await check(`${l.label} search for "${query}" finds ${wanted}`, page, async () => {
@@ -214,24 +485,65 @@ async function main(): Promise<number> {
           else assert(found.includes(anywhere!), `${anywhere} is not among the results: ${JSON.stringify(found)}`);
           const otherLanguage = found.filter((href) => href.startsWith("/ja/") !== (l.prefix === "/ja/"));
           assert(otherLanguage.length === 0, `results from the other language: ${JSON.stringify(otherLanguage)}`);
-          await page.screenshot({ path: path.join(RESULTS, `${l.label.toLowerCase()}-search-${first ? "first" : "any"}.png`) });
+          await page.screenshot({ path: path.join(RESULTS, `${key}-search-${first ? "first" : "any"}.png`) });
           await page.keyboard.press("Escape");
         });
       }
     }
 
-    await check("the curriculum shows coming stages without links", page, async () => {
+    await check("the Japanese hero title breaks only between phrases on a phone", page, async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      await open("/ja/");
+      const result = await page.locator(".VPHero .text").evaluate((element) => {
+        // Where the text may break: after a <wbr>, or after 、 and 。.
+        const allowed = new Set<number>();
+        let text = "";
+        for (const node of element.childNodes) {
+          if (node.nodeName === "WBR") allowed.add(text.length);
+          else text += node.textContent ?? "";
+        }
+        [...text].forEach((c, i) => (c === "、" || c === "。") && allowed.add(i + 1));
+        // Where it does break: the characters whose line box starts lower than the one before.
+        const starts: number[] = [];
+        let offset = 0;
+        let lastTop: number | undefined;
+        for (const node of element.childNodes) {
+          if (node.nodeType !== Node.TEXT_NODE) continue;
+          for (let i = 0; i < (node.textContent ?? "").length; i++) {
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const top = Math.round(range.getBoundingClientRect().top);
+            if (lastTop !== undefined && top > lastTop + 4) starts.push(offset + i);
+            lastTop = top;
+          }
+          offset += (node.textContent ?? "").length;
+        }
+        return { text, breaks: starts, bad: starts.filter((i) => !allowed.has(i)).map((i) => `${text.slice(Math.max(0, i - 3), i)}|${text.slice(i, i + 3)}`) };
+      });
+      assert(result.breaks.length > 0, "the title does not wrap at 390 px, so the check saw nothing");
+      assert(result.bad.length === 0, `the title breaks inside a phrase at ${result.bad.join(", ")}`);
+      await page.screenshot({ path: path.join(RESULTS, "japanese-home-390.png") });
+      await page.setViewportSize({ width: 1280, height: 900 });
+    });
+
+    await check("the curriculum links every stage, planned ones to their planned page", page, async () => {
       await open("/ja/curriculum.html");
-      const ready = await page.locator(".curriculum-stage.ready a").count();
+      const ready = await page.locator(".curriculum-stage.ready a.curriculum-name").count();
       const coming = await page.locator(".curriculum-stage.coming").count();
-      const comingLinks = await page.locator(".curriculum-stage.coming a").count();
-      assert(ready >= 2 && ready + coming === 12, `${ready} stages ready and ${coming} coming`);
-      assert(comingLinks === 0, `${comingLinks} links among the coming stages`);
+      const comingLinks = await page.locator(".curriculum-stage.coming a.curriculum-name").count();
+      assert(ready >= 2 && ready + coming === PAGE_STAGES.length, `${ready} stages ready and ${coming} planned`);
+      assert(comingLinks === coming, `${comingLinks} of ${coming} planned stages link to their page`);
       await page.screenshot({ path: path.join(RESULTS, "japanese-curriculum.png"), fullPage: true });
     });
 
-    await check("no errors in the browser console", page, async () => {
-      assert(pageErrors.length === 0, pageErrors.join(" | "));
+    await check("every internal link of the built site leads to a page and an anchor that exist", page, async () => {
+      const dead = deadLinksInDist();
+      assert(dead.length === 0, `${dead.length} dead: ${dead.slice(0, 8).join("; ")}`);
+    });
+
+    await check("no errors in the browser console (hydration included)", page, async () => {
+      assert(pageErrors.length === 0, [...new Set(pageErrors)].join(" | "));
     });
   } finally {
     await context.close();

@@ -1,0 +1,161 @@
+// A recorded session as a learner reads it on a stage page: the conversation a replay left
+// behind (prompts, the model's text, each tool call with its input, each tool result with
+// its real content), cut into numbered steps, with short notes attached to some of them.
+// The build, the session view and the tests all read sessions through this file.
+//
+// Notes live in docs/sessions/<stage>.json (see .vitepress/README.md):
+//   { "notes": [ { "at": "toolu_s02_demo_04:result", "en": "…", "ja": "…" } ] }
+// `at` names a step: a tool_use id (its call), a tool_use id + ":result" (its result), or a
+// step number as the view shows it (1 is the first prompt).
+import type { ContentBlock, ContentBlockParam, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import type { Lang } from "./curriculum.ts";
+
+export type Step =
+  | { kind: "prompt"; text: string }
+  | { kind: "text"; text: string }
+  | { kind: "call"; id: string; name: string; input: Record<string, unknown> }
+  | { kind: "result"; id: string; name: string; text: string; isError: boolean };
+
+export interface Note {
+  at: string | number;
+  en: string;
+  ja: string;
+}
+
+export interface NotesFile {
+  notes: Note[];
+}
+
+/** A step as the page receives it: its number, what it is, and the notes attached to it. */
+export type ShownStep = Step & { n: number; notes: Record<Lang, string>[] };
+
+type Block = ContentBlock | ContentBlockParam;
+
+/** The conversation as numbered steps, in order. */
+export function stepsOf(messages: MessageParam[]): Step[] {
+  const steps: Step[] = [];
+  const names = new Map<string, string>();
+  for (const message of messages) {
+    const blocks: Block[] = typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as Block[]);
+    for (const block of blocks) {
+      if (block.type === "text") {
+        if (message.role === "user") steps.push({ kind: "prompt", text: block.text });
+        else if (block.text.trim() !== "") steps.push({ kind: "text", text: block.text });
+      } else if (block.type === "tool_use") {
+        names.set(block.id, block.name);
+        steps.push({ kind: "call", id: block.id, name: block.name, input: (block.input ?? {}) as Record<string, unknown> });
+      } else if (block.type === "tool_result") {
+        steps.push({ kind: "result", id: block.tool_use_id, name: names.get(block.tool_use_id) ?? "?", text: resultText(block), isError: block.is_error === true });
+      }
+    }
+  }
+  return steps;
+}
+
+function resultText(block: ToolResultBlockParam): string {
+  const { content } = block;
+  if (typeof content === "string") return content;
+  return (content ?? []).map((part) => ("text" in part ? part.text : `[${part.type}]`)).join("");
+}
+
+/**
+ * The steps a scenario's replay will show, from the fixture alone: each prompt, then the
+ * recorded replies of its turn, each tool call answered by a result (whose text only the real
+ * replay knows). Every recorded reply is walked, even after the last prompt's turn seems to
+ * end: a stage that makes requests of its own (a subagent's turns in s10, a summary in s11)
+ * has replies the main conversation never shows, and only the replay knows which. So this is
+ * the steps of a replay that agrees with its fixture, plus perhaps some that are not the main
+ * conversation's: it checks notes without running anything, and tests/session.test.ts checks
+ * them exactly, against the real replay.
+ */
+export function stepsOfScenario(scenario: { prompts: string[]; replies: { content: unknown[]; stop_reason?: string | null }[] }): Step[] {
+  const messages: MessageParam[] = [];
+  const prompts = [...scenario.prompts];
+  if (prompts.length > 0) messages.push({ role: "user", content: prompts.shift()! });
+  for (const reply of scenario.replies) {
+    const content = reply.content as ContentBlock[];
+    messages.push({ role: "assistant", content });
+    if (reply.stop_reason === "tool_use") {
+      const calls = content.flatMap((b) => (b.type === "tool_use" ? [b.id] : []));
+      messages.push({ role: "user", content: calls.map((id) => ({ type: "tool_result" as const, tool_use_id: id, content: "" })) });
+    } else if (prompts.length > 0) {
+      messages.push({ role: "user", content: prompts.shift()! });
+    }
+  }
+  for (const prompt of prompts) messages.push({ role: "user", content: prompt });
+  return stepsOf(messages);
+}
+
+/** The step number (1-based) a note's `at` names, or undefined when there is no such step. */
+export function stepOfNote(at: Note["at"], steps: Step[]): number | undefined {
+  if (typeof at === "number") return Number.isInteger(at) && at >= 1 && at <= steps.length ? at : undefined;
+  const [id, part] = at.split(":");
+  if (part !== undefined && part !== "result") return undefined;
+  const kind = part === "result" ? "result" : "call";
+  const index = steps.findIndex((step) => step.kind === kind && step.id === id);
+  return index >= 0 ? index + 1 : undefined;
+}
+
+/** What is wrong with a notes file for these steps: unknown steps, missing or empty text. */
+export function checkNotes(notes: unknown, steps: Step[], name: string): string[] {
+  const list = (notes as NotesFile | undefined)?.notes;
+  if (!Array.isArray(list)) return [`${name}: expected { "notes": [ … ] }`];
+  const problems: string[] = [];
+  list.forEach((note: Partial<Note>, i) => {
+    const where = `${name}: notes[${i}]`;
+    if (typeof note?.at !== "string" && typeof note?.at !== "number") problems.push(`${where} has no "at" (a tool_use id, id:result, or a step number)`);
+    else if (stepOfNote(note.at, steps) === undefined) {
+      problems.push(`${where} points at ${JSON.stringify(note.at)}, which is not a step of the session (it has ${steps.length} steps)`);
+    }
+    for (const lang of ["en", "ja"] as const) {
+      if (typeof note?.[lang] !== "string" || note[lang]!.trim() === "") problems.push(`${where} has no ${lang} text`);
+    }
+  });
+  return problems;
+}
+
+/** The steps with their numbers and notes, as the session view shows them. */
+export function showSteps(steps: Step[], notes: Note[]): ShownStep[] {
+  return steps.map((step, index) => ({
+    ...step,
+    n: index + 1,
+    notes: notes.filter((note) => stepOfNote(note.at, steps) === index + 1).map((note) => ({ en: note.en, ja: note.ja })),
+  }));
+}
+
+/**
+ * How a captured session disagrees with the scenario it replayed: the model's replies must be
+ * recorded ones, in the recorded order, the prompts the recorded prompts, and every tool call
+ * must have exactly one result, in the next message. Empty when they agree.
+ */
+export function compareWithScenario(messages: MessageParam[], scenario: { prompts: string[]; replies: { content: unknown[] }[] }): string[] {
+  const problems: string[] = [];
+  const assistant = messages.filter((m) => m.role === "assistant");
+  const prompts = messages.filter((m) => m.role === "user" && typeof m.content === "string").map((m) => m.content);
+  if (JSON.stringify(prompts) !== JSON.stringify(scenario.prompts)) {
+    problems.push(`the prompts differ: captured ${JSON.stringify(prompts)}, recorded ${JSON.stringify(scenario.prompts)}`);
+  }
+  // The conversation holds the replies of its own turns, in the recorded order. A stage with
+  // a subagent (s10) spends some recorded replies inside the subagent's own conversation, so
+  // the captured replies are the recorded ones in order, with the subagent's left out; that
+  // every recorded reply was asked for is the replay's verdict, checked apart from this.
+  let next = 0;
+  assistant.forEach((message, i) => {
+    const content = JSON.stringify(message.content);
+    let found = next;
+    while (found < scenario.replies.length && JSON.stringify(scenario.replies[found].content) !== content) found++;
+    if (found === scenario.replies.length) problems.push(`reply ${i + 1} is not the recorded one`);
+    else next = found + 1;
+  });
+  messages.forEach((message, i) => {
+    if (message.role !== "assistant" || typeof message.content === "string") return;
+    const asked = (message.content as Block[]).flatMap((b) => (b.type === "tool_use" ? [b.id] : []));
+    if (asked.length === 0) return;
+    const next = messages[i + 1];
+    const answered = next && Array.isArray(next.content) ? (next.content as Block[]).flatMap((b) => (b.type === "tool_result" ? [b.tool_use_id] : [])) : [];
+    if (asked.join(",") !== answered.join(",")) {
+      problems.push(`the tool calls [${asked.join(", ")}] got the results [${answered.join(", ")}]`);
+    }
+  });
+  return problems;
+}
