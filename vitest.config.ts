@@ -8,6 +8,10 @@ export default defineConfig({
     pool: "forks",
     // Two at a time even on two cores: many tests wait on a timer or a child process, not the processor.
     maxWorkers: 2,
+    // Files share a worker, so the packages load once per worker; tests/setup.ts gives each
+    // file fresh copies of the stages and puts back what a file changed.
+    isolate: false,
+    setupFiles: ["tests/setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // What a learner's shell holds must not change a test: no key, no provider, no model.

@@ -1,0 +1,18 @@
+// Test files share a worker process (isolate: false in vitest.config.ts): loading the SDK,
+// msw and the other packages once per worker instead of once per file is most of what the
+// suite used to spend. What a file may change for itself is put back before the next one:
+// its own copies of the stages and lib/ (a stage reads its settings, such as the approval
+// mode, when it loads), the environment, the working directory and the mocks.
+import { afterAll, vi } from "vitest";
+
+vi.resetModules();
+const env = { ...process.env };
+const cwd = process.cwd();
+
+afterAll(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+  for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
+  Object.assign(process.env, env);
+  process.chdir(cwd);
+});
