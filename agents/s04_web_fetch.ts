@@ -1143,7 +1143,8 @@ async function webFetch(input: Record<string, unknown>): Promise<string> {
 }
 
 function fetchTimeout(value: unknown): number {
-  if (value === undefined) return FETCH_TIMEOUT;
+  // null is how a model says "not given", as for every optional parameter.
+  if (value === undefined || value === null) return FETCH_TIMEOUT;
   if (typeof value !== "number" || !(value > 0)) {
     throw new Error(`"timeout" must be a number of seconds above 0 (default ${FETCH_TIMEOUT}, at most ${MAX_FETCH_TIMEOUT})`);
   }

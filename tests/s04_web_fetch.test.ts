@@ -366,6 +366,11 @@ describe.each(stages)("%s web_fetch", (_id, file) => {
       await new Promise((resolve) => setTimeout(resolve, 200)); // vitest fails the run on an unhandled rejection
     });
 
+    it("takes a timeout of null as not given, as a model sends what it leaves out", async () => {
+      await expect(webFetch({ url: "https://unknown.example.org/", timeout: null })).rejects.toThrow("cannot resolve unknown.example.org");
+      expect(hits).toEqual([]);
+    });
+
     it("does not fetch a name it cannot resolve", async () => {
       await expect(webFetch({ url: "https://unknown.example.org/" })).rejects.toThrow(
         "cannot resolve unknown.example.org: unknown.example.org is not in the scenario's hosts",
