@@ -6,6 +6,9 @@
 import { afterAll, vi } from "vitest";
 
 vi.resetModules();
+// Each file's copies of the stages add their own exit, signal and EPIPE handlers to this
+// shared process: more than Node's warning threshold of ten, and expected.
+for (const emitter of [process, process.stdout, process.stderr]) emitter.setMaxListeners(0);
 const env = { ...process.env };
 const cwd = process.cwd();
 
