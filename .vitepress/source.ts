@@ -2,35 +2,9 @@
 // tools the model sees). Used at build time by the data loader and by the docs tests.
 import ts from "typescript";
 
-const REGION = /^\/\/ ?#?(region|endregion) ([\w*-]+)$/;
-
-/**
- * The `// #region name` ... `// #endregion name` blocks of a file, by name, with the text
- * between the markers. The marker syntax is VitePress's, so what the tests see is what a
- * page includes with `<<< file#name`. A region opened and never closed is an error here,
- * because VitePress would silently include the whole file instead.
- */
-export function regionsOf(text: string): Map<string, string> {
-  const lines = text.split("\n");
-  const regions = new Map<string, string>();
-  const open = new Map<string, number>();
-  lines.forEach((line, index) => {
-    const match = REGION.exec(line.trim());
-    if (!match) return;
-    const [, kind, name] = match;
-    if (kind === "region") {
-      if (open.has(name) || regions.has(name)) throw new Error(`region "${name}" is opened twice`);
-      open.set(name, index);
-    } else {
-      const start = open.get(name);
-      if (start === undefined) throw new Error(`region "${name}" is closed but was never opened`);
-      open.delete(name);
-      regions.set(name, lines.slice(start + 1, index).join("\n"));
-    }
-  });
-  for (const name of open.keys()) throw new Error(`region "${name}" is never closed`);
-  return regions;
-}
+// The regions are read by lib/regions.ts, which the tests, the bench and the scripts share
+// without loading the TypeScript compiler.
+export { regionsOf } from "../lib/regions.ts";
 
 /**
  * Lines of code: lines that hold at least one token of the program. Blank lines and lines

@@ -1,8 +1,14 @@
-// Calling a stage's tool from outside its loop (the tests, the exercises' checks, the bench),
-// the same way whatever the stage's shape: through the dispatch map of s01 to s05 (a handler
-// that throws on failure) or through the registry from s06 (the tool's own validation, then
-// execute; llmContent is what the model receives). The registry's confirmation step is not
-// part of a tool's behaviour, so it is not asked here; s06's own tests cover it.
+// A stage's tools seen from outside its loop (the tests, the exercises' checks, the bench).
+// Calling one works the same way whatever the stage's shape: through the dispatch map of s01
+// to s05 (a handler that throws on failure) or through the registry from s06 (the tool's own
+// validation, then execute; llmContent is what the model receives). The registry's
+// confirmation step is not part of a tool's behaviour, so it is not asked here; s06's own
+// tests cover it. And which stages run the same code for a tool, so it is tested and
+// measured once per implementation rather than once per stage.
+import { readFileSync } from "node:fs";
+import { regionsOf } from "./regions.ts";
+import { stageIdOf } from "./stages.ts";
+
 
 /** A tool as the callers use it: input in, the text the model would receive out; a failure throws. */
 export type ToolCall = (input: Record<string, unknown>) => Promise<string>;
@@ -34,4 +40,59 @@ export function toolCall(stage: ToolStage, name: string): ToolCall | undefined {
     const { llmContent } = await tool.execute(params, new AbortController().signal);
     return typeof llmContent === "string" ? llmContent : JSON.stringify(llmContent);
   };
+}
+
+/**
+ * The regions a tool's behaviour is written in (its handler, the helpers it calls, its
+ * registry wrapper: from s06 the defineTool object sits in the tool's own region), besides the
+ * shared ones below. A carried region stays byte-identical from stage to stage unless the
+ * later stage's page names the change (tests/docs.test.ts), so stages whose regions here are
+ * the same run the same code for this tool.
+ */
+const TOOL_REGIONS: Record<string, string[]> = {
+  bash: ["bash"],
+  read_file: ["sandbox", "read-file"],
+  write_file: ["sandbox", "write-file"],
+  edit_file: ["sandbox", "read-file", "write-file", "edit-file"],
+  grep: ["sandbox", "walk", "grep"],
+  glob: ["sandbox", "walk", "glob"],
+  ls: ["sandbox", "walk", "ls"],
+  web_fetch: ["web-fetch", "web-address", "html-to-text"],
+  ask_user: ["ask-user"],
+};
+/** What every tool goes through: the limits, the tool object and registry, the large-result wrapper. */
+const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one"];
+
+/** What decides how a stage runs tool `name`: its shape (dispatch map or registry) and those regions. */
+function implementationOf(text: string, name: string): string {
+  const regions = regionsOf(text);
+  // The system prompt (the config lines that are text) tells the model about the stage; it does not run a tool.
+  const config = (regions.get("config") ?? "").split("\n").filter((line) => !/^\s*`|^const systemPrompt/.test(line));
+  regions.set("config", config.join("\n"));
+  const names = [...SHARED_REGIONS, ...(TOOL_REGIONS[name] ?? [])];
+  return JSON.stringify([text.includes("TOOL_HANDLERS"), ...names.map((region) => regions.get(region) ?? null)]);
+}
+
+/** Whether a stage file gives the model a tool called `name` (its schema or defineTool says `name: "…"`). */
+export function offersTool(text: string, name: string): boolean {
+  return new RegExp(`^\\s*name: "${name}",`, "m").test(text);
+}
+
+/**
+ * The stage files (in the order given) that offer tool `name`, grouped by implementation: each
+ * group's first file stands for the others. The files are read, not imported (loading every
+ * stage costs seconds); tests/stages.test.ts keeps this reading equal to each stage's TOOLS.
+ * A tool not listed in TOOL_REGIONS gets one group per stage.
+ */
+export function toolImplementations(name: string, files: string[]): { ids: string[]; file: string }[] {
+  const found = new Map<string, { ids: string[]; file: string }>();
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    if (!offersTool(text, name)) continue;
+    const key = TOOL_REGIONS[name] ? implementationOf(text, name) : file;
+    const same = found.get(key);
+    if (same) same.ids.push(stageIdOf(file));
+    else found.set(key, { ids: [stageIdOf(file)], file });
+  }
+  return [...found.values()];
 }

@@ -21,6 +21,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
+import { toolImplementations } from "../lib/tools.ts";
 import { demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
 import { formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, ripgrepVersion, runRipgrep, SEARCH_CASES } from "./bench/search.ts";
@@ -35,7 +36,7 @@ const option = (name: string) => {
 const OUT = path.resolve(REPO_ROOT, option("--out") ?? "bench/results.json");
 // Each figure is the best of several runs, taken in turns with what it is compared with: on a
 // shared machine other work only ever adds time, so the fastest run is the truest one.
-const RUNS = 5; // timed runs of each search, after one to warm up
+const RUNS = 4; // timed runs of each search, after one to warm up
 const START_RUNS = 3;
 const SEED = 1;
 
@@ -68,8 +69,11 @@ if (searchStages.length > 0) {
     process.chdir(root); // the tools' workspace is the working directory
     try {
       for (const testCase of SEARCH_CASES) {
-        for (const id of searchStages.filter((stage) => hasTool(stage, testCase.tool))) {
-          const stage = modules.get(id)!;
+        // Stages whose copy of the tool is the same code are measured once, labelled "s03 s04 s05".
+        const files = searchStages.map((id) => path.join(AGENTS_DIR, stages.get(id)!));
+        for (const { ids } of toolImplementations(testCase.tool, files)) {
+          const id = ids.join(" ");
+          const stage = modules.get(ids[0])!;
           const input = inputFor(testCase, parametersOf(stage, testCase.tool));
           if (!input) continue; // this stage's version of the tool cannot run the case
           const call = toolOf(stage, testCase.tool)!;
@@ -117,17 +121,19 @@ if (searchStages.length > 0) {
 
 // 2. Start -------------------------------------------------------------------------------
 const tsx = path.join(REPO_ROOT, "node_modules", ".bin", "tsx");
-const startMedian = async (label: string, command: string, commandArgs: string[]) => {
+// A stage's replay takes seconds: it runs to its end once, and the other runs only to the first line.
+const startMedian = async (label: string, command: string, commandArgs: string[], { printsALine = true } = {}) => {
   const runs = [];
   for (let run = 1; run <= START_RUNS; run++) {
     progress(`start: ${label} (${run}/${START_RUNS})`);
-    runs.push(await timeStart(command, commandArgs));
+    runs.push({ whole: run === 1 || !printsALine, ...(await timeStart(command, commandArgs, { untilFirstLine: run > 1 && printsALine })) });
   }
+  const whole = runs.filter((run) => run.whole);
   const first = runs.map((run) => run.firstLineMs).filter((ms): ms is number => ms !== undefined);
-  return { firstLineMs: first.length === runs.length ? Math.min(...first) : null, endMs: Math.min(...runs.map((run) => run.endMs)), code: runs.find((run) => run.code !== 0)?.code ?? 0 };
+  return { firstLineMs: first.length === runs.length ? Math.min(...first) : null, endMs: Math.min(...whole.map((run) => run.endMs)), code: whole.find((run) => run.code !== 0)?.code ?? 0 };
 };
-const nodeBase = await startMedian("node -e ''", process.execPath, ["-e", ""]);
-const tsxBase = await startMedian("tsx -e ''", tsx, ["-e", ""]);
+const nodeBase = await startMedian("node -e ''", process.execPath, ["-e", ""], { printsALine: false });
+const tsxBase = await startMedian("tsx -e ''", tsx, ["-e", ""], { printsALine: false });
 const startRows: StartRow[] = [];
 for (const [id, name] of stages) {
   const times = await startMedian(`${id} (offline replay)`, tsx, [path.join(AGENTS_DIR, name)]);

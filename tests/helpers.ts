@@ -16,8 +16,8 @@ import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResu
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf } from "../lib/stages.ts";
-import { toolCall, type ToolCall, type ToolStage } from "../lib/tools.ts";
-import { regionsOf } from "../.vitepress/source.ts";
+import { toolCall, toolImplementations, type ToolCall, type ToolStage } from "../lib/tools.ts";
+export { offersTool } from "../lib/tools.ts";
 
 export { REPO_ROOT };
 
@@ -37,61 +37,14 @@ export function stageFile(stage: string): string {
 export type { ToolCall };
 
 /**
- * The regions a tool's behaviour is written in (its handler, the helpers it calls, its
- * registry wrapper: from s06 the defineTool object sits in the tool's own region), besides the
- * shared ones below. A carried region stays byte-identical from stage to stage unless the
- * later stage's page names the change (tests/docs.test.ts), so stages whose regions here are
- * the same run the same code for this tool.
- */
-const TOOL_REGIONS: Record<string, string[]> = {
-  bash: ["bash"],
-  read_file: ["sandbox", "read-file"],
-  write_file: ["sandbox", "write-file"],
-  edit_file: ["sandbox", "read-file", "write-file", "edit-file"],
-  grep: ["sandbox", "walk", "grep"],
-  glob: ["sandbox", "walk", "glob"],
-  ls: ["sandbox", "walk", "ls"],
-  web_fetch: ["web-fetch", "web-address", "html-to-text"],
-  ask_user: ["ask-user"],
-};
-/** What every tool goes through: the limits, the tool object and registry, the large-result wrapper. */
-const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one"];
-
-/** What decides how a stage runs tool `name`: its shape (dispatch map or registry) and those regions. */
-function implementationOf(file: string, name: string, hasDispatchMap: boolean): string {
-  const regions = regionsOf(readFileSync(file, "utf8"));
-  // The system prompt (the config lines that are text) tells the model about the stage; it does not run a tool.
-  const config = (regions.get("config") ?? "").split("\n").filter((line) => !/^\s*`|^const systemPrompt/.test(line));
-  regions.set("config", config.join("\n"));
-  const names = [...SHARED_REGIONS, ...(TOOL_REGIONS[name] ?? [])];
-  return JSON.stringify([hasDispatchMap, ...names.map((region) => regions.get(region) ?? null)]);
-}
-
-/**
  * The stages whose model sees tool `name`, as [label, file] pairs in order: one per distinct
- * implementation of the tool, labelled with every stage that carries that same code
- * ("s06 s08 s09"). A new stage's copy of a tool is tested the day the stage lands; a copy
- * that is byte for byte one already tested is not run again, which keeps the suite fast as
- * stages are added. Tools with no entry in TOOL_REGIONS run against every stage.
+ * implementation of the tool (lib/tools.ts toolImplementations), labelled with every stage
+ * that carries that same code ("s06 s08 s09"). A new stage's copy of a tool is tested the day
+ * the stage lands; a copy that is byte for byte one already tested is not run again, which
+ * keeps the suite fast as stages are added.
  */
-/** Whether a stage file gives the model a tool called `name` (its schema or defineTool says `name: "…"`). */
-export function offersTool(text: string, name: string): boolean {
-  return new RegExp(`^\\s*name: "${name}",`, "m").test(text);
-}
-
 export async function stagesWithTool(name: string): Promise<[string, string][]> {
-  const found = new Map<string, { ids: string[]; file: string }>();
-  for (const file of stageFiles()) {
-    // Read, not imported: loading every stage in every test file would cost seconds each.
-    // tests/stages.test.ts checks that this reading agrees with each stage's TOOLS.
-    const text = readFileSync(file, "utf8");
-    if (!offersTool(text, name)) continue;
-    const key = TOOL_REGIONS[name] ? implementationOf(file, name, text.includes("TOOL_HANDLERS")) : file;
-    const same = found.get(key);
-    if (same) same.ids.push(stageId(file));
-    else found.set(key, { ids: [stageId(file)], file });
-  }
-  return [...found.values()].map(({ ids, file }) => [ids.join(" "), file]);
+  return toolImplementations(name, stageFiles()).map(({ ids, file }) => [ids.join(" "), file]);
 }
 
 /** "…/agents/s03_search_and_edit.ts" -> "s03" */

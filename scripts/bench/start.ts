@@ -16,8 +16,11 @@ export interface StartTimes {
   code: number | null;
 }
 
-/** Run `command args` once in a fresh empty folder, timing its first line and its end. */
-export function timeStart(command: string, args: string[], timeoutMs = 60_000): Promise<StartTimes> {
+/**
+ * Run `command args` once in a fresh empty folder, timing its first line and its end. With
+ * `untilFirstLine`, the run is ended at its first line (its end is then not a figure).
+ */
+export function timeStart(command: string, args: string[], { timeoutMs = 60_000, untilFirstLine = false } = {}): Promise<StartTimes> {
   const cwd = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-cwd-"));
   const tmp = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tmp-"));
   const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp };
@@ -27,7 +30,11 @@ export function timeStart(command: string, args: string[], timeoutMs = 60_000): 
     let firstLineMs: number | undefined;
     const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.on("data", (chunk: Buffer) => {
-      if (firstLineMs === undefined && chunk.includes(10)) firstLineMs = performance.now() - started;
+      if (firstLineMs === undefined && chunk.includes(10)) {
+        firstLineMs = performance.now() - started;
+        // SIGTERM: the stage ends through its exit handlers, so what it started ends too.
+        if (untilFirstLine) child.kill("SIGTERM");
+      }
     });
     child.stderr.resume();
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
