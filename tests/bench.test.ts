@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { thousandLines } from "../scripts/bench/context.ts";
 import { formatResults, table, targetsOf, type BenchResults, type SearchRow } from "../scripts/bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, SEARCH_CASES } from "../scripts/bench/search.ts";
+import { timeStart } from "../scripts/bench/start.ts";
 import { generateTree } from "../scripts/bench/tree.ts";
 import { REPO_ROOT } from "./helpers.ts";
 
@@ -179,5 +180,25 @@ describe("the bench's figures", () => {
     expect(Object.keys(committed.machine).sort()).toEqual(["cores", "cpu", "memoryGB", "node", "platform"]);
     expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench"]);
     for (const key of ["search", "start", "editVersusWrite", "context", "tests", "tree", "benchMs"]) expect(committed, key).toHaveProperty(key);
+  });
+});
+
+describe("the bench's start timing", () => {
+  // A program that prints a line and then would take ten seconds to end.
+  const slow = ["-e", "console.log('first'); setTimeout(() => {}, 10_000)"];
+
+  it("times the first line, and ends a run there when asked, through the program's own exit", async () => {
+    const started = Date.now();
+    const run = await timeStart(process.execPath, slow, { untilFirstLine: true });
+    expect(run.firstLineMs).toBeGreaterThan(0);
+    expect(run.firstLineMs!).toBeLessThanOrEqual(run.endMs);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("without it, waits for the end: a program that prints nothing has no first line", async () => {
+    const run = await timeStart(process.execPath, ["-e", "setTimeout(() => {}, 300)"]);
+    expect(run.firstLineMs).toBeUndefined();
+    expect(run.endMs).toBeGreaterThanOrEqual(300);
+    expect(run.code).toBe(0);
   });
 });

@@ -1,10 +1,12 @@
 // What every stage file promises: the header teaches, the exports are there, and importing a
 // stage never starts its program. (That the loop is the same text in every stage is one of
 // the docs checks, tests/docs.test.ts, beside the other region checks.)
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
+import { toolImplementations } from "../lib/tools.ts";
 import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
@@ -53,5 +55,30 @@ describe("the curriculum", () => {
     const stage = PAGE_STAGES.find((s) => s.file === name);
     expect(stage, `${name} is not in .vitepress/curriculum.ts`).toBeDefined();
     expect(motto).toBe(stage!.motto.en);
+  });
+});
+
+describe("which stages share a tool's code (lib/tools.ts)", () => {
+  // Copies of two stages in a temporary folder: the same grep, then one of them changed.
+  const copies = (change: (text: string) => string) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-implementations-"));
+    const [s03, s04] = ["s03", "s04"].map((id) => files.find((f) => path.basename(f).startsWith(`${id}_`))!);
+    writeFileSync(path.join(dir, path.basename(s03)), readFileSync(s03, "utf8"));
+    writeFileSync(path.join(dir, path.basename(s04)), change(readFileSync(s04, "utf8")));
+    return { dir, stageFiles: [s03, s04].map((f) => path.join(dir, path.basename(f))) };
+  };
+
+  it("groups stages whose tool regions are byte-identical, and parts them when one region changes", () => {
+    const same = copies((text) => text);
+    const changed = copies((text) => text.replace("// #endregion grep", "const aChange = 1;\n// #endregion grep"));
+    // A region the tool does not run (the end of a turn) changes nothing.
+    const unrelated = copies((text) => text.replace("// #endregion end-turn", "const aChange = 1;\n// #endregion end-turn"));
+    try {
+      expect(toolImplementations("grep", same.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
+      expect(toolImplementations("grep", changed.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
+      expect(toolImplementations("grep", unrelated.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
+    } finally {
+      for (const { dir } of [same, changed, unrelated]) rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
