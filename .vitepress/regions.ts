@@ -6,24 +6,23 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { diffArrays } from "diff";
-import { CAPSTONE, PAGE_STAGES, type Stage } from "./curriculum.ts";
+import { existingStages } from "../lib/stages.ts";
+import { PAGE_STAGES, type Stage } from "./curriculum.ts";
 import { codeLines, regionsOf } from "./source.ts";
 
 /** Stage page id -> file name in agents/, for every stage file present (the capstone too), in order. */
 export function presentStages(root: string): Map<string, string> {
   const dir = path.join(root, "agents");
-  const present = new Map<string, string>();
-  if (!existsSync(dir)) return present;
-  for (const stage of PAGE_STAGES) {
-    if (existsSync(path.join(dir, stage.file))) present.set(stage.id, stage.file);
-  }
-  return present;
+  if (!existsSync(dir)) return new Map();
+  // Only the stages the curriculum knows get pages; the docs tests name a file it does not know.
+  const known = new Set(PAGE_STAGES.map((stage) => stage.id));
+  return new Map([...existingStages(dir)].filter(([id]) => known.has(id)));
 }
 
 /** "s05_ask_user.ts" or "agents/s_full.ts" -> the stage page it belongs to. */
 export function stageOfFile(file: string): Stage | undefined {
   const name = path.basename(file);
-  return PAGE_STAGES.find((stage) => stage.file === name) ?? (name === CAPSTONE.file ? CAPSTONE : undefined);
+  return PAGE_STAGES.find((stage) => stage.file === name);
 }
 
 /**

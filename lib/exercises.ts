@@ -720,13 +720,18 @@ function failed(requirement: Requirement, error: unknown): CheckResult {
 
 /**
  * Every check against a module, in this process (the tests; CI uses runChecksApart). A check
- * that does not settle within `timeLimitMs` is reported and abandoned; a loop that blocks the
- * process for good needs runChecksApart.
+ * that does not settle within `timeLimitMs` is reported, and the checks after it are not run:
+ * the abandoned one still holds the console and the working directory. A loop that blocks
+ * the process for good needs runChecksApart.
  */
 export async function runChecks(exercise: Exercise, stage: StageModule, options: { timeLimitMs?: number } = {}): Promise<CheckResult[]> {
   const limit = options.timeLimitMs ?? GENEROUS_TIME_LIMIT_MS;
   const results: CheckResult[] = [];
   for (const requirement of exercise.requirements) {
+    if (results.some((result) => result.status === "timed-out")) {
+      results.push(notRun(requirement));
+      continue;
+    }
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<CheckResult>((resolve) => (timer = setTimeout(() => resolve(timedOut(requirement, limit)), limit)));
     results.push(await Promise.race([runCheck(exercise, requirement, stage), late]));
@@ -843,6 +848,7 @@ function childRun(
 
   return new Promise((resolve) => {
     let current: number | undefined;
+    let lastDone = from - 1;
     let loaded = false;
     let settled = false;
     let timer = setTimeout(() => stop({ loadFailure: { message: slowLoad(loadLimitMs(limit)) } }), loadLimitMs(limit));
@@ -871,6 +877,7 @@ function childRun(
       } else if (message.type === "result") {
         clearTimeout(timer);
         record(message.index, message.result);
+        lastDone = message.index;
         current = undefined;
         if (message.index === requirements.length - 1) stop({});
       }
@@ -878,7 +885,12 @@ function childRun(
     child.on("exit", (code, signal) => {
       if (settled) return;
       if (!loaded) return stop({ loadFailure: { message: crashedWhileLoading(stderr, code) } });
-      if (current === undefined) return stop({});
+      if (current === undefined) {
+        if (lastDone === requirements.length - 1) return stop({});
+        // Ended between two checks (a timer of the learner's calling process.exit, say): the
+        // next check is the one it ended, and a fresh process goes on after it.
+        current = lastDone + 1;
+      }
       record(current, {
         id: requirements[current].id,
         status: "failed",

@@ -277,10 +277,13 @@ async function watchAndCheck(exercise: Exercise, file: string, options: Options 
   const run = async () => {
     if (running) return void (again = true);
     running = true;
-    console.log(dim(`\n──── ${new Date().toLocaleTimeString()} ────`));
-    await checkOnce(exercise, file, { ...options, hint: false });
-    console.log(dim(`\n${words.watching(shown(file))}`));
-    running = false;
+    try {
+      console.log(dim(`\n──── ${new Date().toLocaleTimeString()} ────`));
+      await checkOnce(exercise, file, { ...options, hint: false });
+      console.log(dim(`\n${words.watching(shown(file))}`));
+    } finally {
+      running = false; // a run that failed must not stop the next save from being checked
+    }
     if (again) {
       again = false;
       void run();

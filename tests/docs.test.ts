@@ -12,7 +12,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CAPSTONE, nextStage, PAGE_STAGES, STAGES, SYSTEMS, stageById, type Lang } from "../.vitepress/curriculum.ts";
+import { nextStage, PAGE_STAGES, STAGES, SYSTEMS, stageById, type Lang } from "../.vitepress/curriculum.ts";
 import { inlineSvg, markIndents, stagePageOf, textWidthEm } from "../.vitepress/markdown.ts";
 import { nav, sidebar } from "../.vitepress/navigation.ts";
 import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } from "../.vitepress/regions.ts";
@@ -35,11 +35,7 @@ const langDir = (root: string, lang: Lang) => (lang === "ja" ? path.join(docsDir
 const read = (file: string) => readFileSync(file, "utf8");
 
 /** Stage id -> file, for every stage file in agents/ (sNN_*.ts, and the capstone s_full.ts). */
-function stages(root: string): Map<string, string> {
-  const found = existingStages(path.join(root, "agents"));
-  if (existsSync(path.join(root, "agents", CAPSTONE.file))) found.set(CAPSTONE.id, CAPSTONE.file);
-  return found;
-}
+const stages = (root: string) => existingStages(path.join(root, "agents"));
 
 /** The Markdown pages of one language as written, names relative to its folder: "index.md", "s01.md", "[stage].md". */
 function pagesOf(root: string, lang: Lang): string[] {

@@ -32,6 +32,7 @@ import {
   type CheckResult,
   type Exercise,
   type StageModule,
+  type Text,
 } from "../lib/exercises.ts";
 import { CAPSTONE, existingStages, REPO_ROOT } from "../lib/stages.ts";
 import { main as exerciseMain } from "../scripts/exercise.ts";
@@ -351,6 +352,20 @@ describe("npm run verify", () => {
       process.kill(-child.pid!, "SIGKILL");
     }
   }, 300_000);
+});
+
+describe("checks run in this process", () => {
+  it("stop at a check that never settles: it is reported, and the checks after it are not run", async () => {
+    const requirement = (id: string, check: () => Promise<void>) => ({ id, title: say(id, id), hints: [say("a", "a"), say("b", "b"), say("c", "c")] as [Text, Text, Text], check });
+    let ranAfter = false;
+    const exercise = {
+      ...exercises.get("s01")!,
+      requirements: [requirement("waits", () => new Promise<void>(() => {})), requirement("next", async () => void (ranAfter = true)), requirement("last", async () => {})],
+    };
+    const results = await runChecks(exercise, (await import(stageFileOf(exercise))) as StageModule, { timeLimitMs: 200 });
+    expect(results.map((result) => result.status)).toEqual(["timed-out", "not-run", "not-run"]);
+    expect(ranAfter).toBe(false);
+  });
 });
 
 describe("the report", () => {

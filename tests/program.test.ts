@@ -300,12 +300,14 @@ describe("record mode", () => {
 
   it("with no key it says recording needs one, plays nothing and saves nothing", async () => {
     vi.unstubAllEnvs();
-    const { code, output } = await runMain(s01, ["--record", "new-one"]);
+    // A path in this test's workspace: were the refusal to break, nothing lands in fixtures/.
+    const file = path.resolve("new-one.json");
+    const { code, output } = await runMain(s01, ["--record", file]);
     expect(code).toBe(1);
     expect(output).toBe(
       "[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. Set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, MODEL_ID for another provider) or put them in .env.\n",
     );
-    expect(existsSync(path.join(path.dirname(s01), "..", "fixtures", "s01", "new-one.json"))).toBe(false);
+    expect(existsSync(file)).toBe(false);
   });
 });
 

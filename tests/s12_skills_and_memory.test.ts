@@ -54,15 +54,21 @@ function writeSkill(folder: string, content: string): void {
   writeFileSync(path.join("skills", folder, "SKILL.md"), content);
 }
 
-/** HOME, for each test: a folder of its own, so the global memory is never the real one. */
+/**
+ * HOME, for each test: an empty folder of its own (tests/setup.ts already keeps every file
+ * away from the real one). Set directly, not with vi.stubEnv: stageIn's vi.unstubAllEnvs
+ * would put it back in the middle of a test.
+ */
 function useHome(): { readonly dir: string } {
   const state = { dir: "" };
+  let before: string | undefined;
   beforeEach(() => {
+    before = process.env.HOME;
     state.dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-home-")));
-    vi.stubEnv("HOME", state.dir);
+    process.env.HOME = state.dir;
   });
   afterEach(() => {
-    vi.unstubAllEnvs();
+    process.env.HOME = before;
     rmSync(state.dir, { recursive: true, force: true });
   });
   return state;

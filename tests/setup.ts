@@ -2,7 +2,12 @@
 // msw and the other packages once per worker instead of once per file is most of what the
 // suite used to spend. What a file may change for itself is put back before the next one:
 // its own copies of the stages and lib/ (a stage reads its settings, such as the approval
-// mode, when it loads), the environment, the working directory and the mocks.
+// mode, when it loads), the environment, the working directory and the mocks. And no test
+// reads or writes the real home folder (s12's global memory lives there): HOME is a
+// temporary folder of the file's own.
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, vi } from "vitest";
 
 vi.resetModules();
@@ -11,6 +16,8 @@ vi.resetModules();
 for (const emitter of [process, process.stdout, process.stderr]) emitter.setMaxListeners(0);
 const env = { ...process.env };
 const cwd = process.cwd();
+const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-home-")));
+process.env.HOME = home;
 
 afterAll(() => {
   vi.unstubAllEnvs();
@@ -18,4 +25,5 @@ afterAll(() => {
   for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
   Object.assign(process.env, env);
   process.chdir(cwd);
+  rmSync(home, { recursive: true, force: true });
 });
