@@ -3,10 +3,10 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["tests/**/*.test.ts"],
-    // Each test file runs in its own process, so a test may change directory into its own
-    // temporary workspace (worker threads cannot chdir).
+    // Test files run in child processes, so a test may change directory into its own temporary
+    // workspace (worker threads cannot chdir); two at a time even on two cores, since many
+    // tests wait on a timer or a child process, not the processor.
     pool: "forks",
-    // Two at a time even on two cores: many tests wait on a timer or a child process, not the processor.
     maxWorkers: 2,
     // Files share a worker, so the packages load once per worker; tests/setup.ts gives each
     // file fresh copies of the stages and puts back what a file changed.

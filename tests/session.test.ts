@@ -61,11 +61,11 @@ describe.each(withDemo)("the %s session", (id, file) => {
   });
 
   // Here rather than in docs.test.ts: this file imports every stage anyway, and an import costs.
-  it("gives the page the number of tools the stage really gives the model", async () => {
-    const counted = toolCount(readFileSync(path.join(REPO_ROOT, "agents", file), "utf8"));
+  // Only the stages whose page shows a tool figure: those with a TOOLS array literal (s01-s05).
+  const counted = toolCount(readFileSync(path.join(REPO_ROOT, "agents", file), "utf8"));
+  it.runIf(counted !== undefined)("gives the page the number of tools the stage really gives the model", async () => {
     const { TOOLS } = await stageModule();
-    if (TOOLS === undefined || counted === undefined) return; // a stage without a TOOLS array literal shows no tool figure
-    expect(counted, `${id}: the tool figure`).toBe(TOOLS.length);
+    expect(counted, `${id}: the tool figure`).toBe(TOOLS?.length);
   });
 
   it("attaches every session note to a step of the session", async () => {

@@ -100,6 +100,8 @@ describe.each(readStages)("%s sandbox", (_stage, file) => {
     const [read, write] = [await tool("read_file"), await tool("write_file")];
     await write({ path: "report..final.md", content: "r" });
     await write({ path: "..hidden/notes.md", content: "n" });
+    expect(readFileSync("report..final.md", "utf8")).toBe("r");
+    expect(readFileSync("..hidden/notes.md", "utf8")).toBe("n");
     expect(await read({ path: "report..final.md" })).toContain("r");
     expect(await read({ path: "..hidden/notes.md" })).toContain("n");
   });
