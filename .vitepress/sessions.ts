@@ -7,9 +7,9 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Lang } from "./curriculum.ts";
+import { TSX_LOADER } from "../lib/stages.ts";
 import { presentStages } from "./regions.ts";
 import { checkNotes, compareWithScenario, showSteps, stepsOf, type Note, type ShownStep } from "./transcript.ts";
 
@@ -70,14 +70,13 @@ export function capturedSessions(root: string): Promise<Record<string, CapturedS
 async function capture(root: string): Promise<Record<string, CapturedSession>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-sessions-"));
   const out = path.join(dir, "sessions.json");
-  const loader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
   // No key and no provider: the replay answers every request, and nothing may reach a network.
   const env = { ...process.env, ANTHROPIC_API_KEY: "", ANTHROPIC_AUTH_TOKEN: "", ANTHROPIC_BASE_URL: "", MODEL_ID: "" };
   try {
     await new Promise<void>((resolve, reject) => {
       execFile(
         process.execPath,
-        ["--import", loader, path.join(root, "scripts", "capture-sessions.ts"), out, ...shownStages(root)],
+        ["--import", TSX_LOADER, path.join(root, "scripts", "capture-sessions.ts"), out, ...shownStages(root)],
         { cwd: root, env, maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
         (error, _stdout, stderr) => (error ? reject(new Error(`capturing the stage sessions failed: ${error.message}\n${stderr}`)) : resolve()),
       );

@@ -2656,8 +2656,13 @@ const childSystemPrompt = () =>
   `You are a subagent working in ${workspace()}. Another agent gave you one task: do it with your tools, then answer with a short report of what you found or did, naming paths. ` +
   `Your report is all the other agent will see of your work. You have at most ${CHILD_MAX_CALLS} model calls. Edits and commands may need a person's approval; if one is refused, say so in your report.`;
 
-/** The parent's tools but task: a subagent cannot start another, so there is no recursion. */
-const childTools = (): Tool[] => TOOLS.filter((tool) => tool.name !== taskTool.name);
+/**
+ * The parent's tools but three: task (a subagent cannot start another, so there is no
+ * recursion), and todo_write and compact, which act on the one plan and the one conversation
+ * of the person's session (a subagent's list would overwrite the parent's).
+ */
+const PARENT_ONLY = ["task", "todo_write", "compact"];
+const childTools = (): Tool[] => TOOLS.filter((tool) => !PARENT_ONLY.includes(tool.name));
 
 const taskTool = defineTool({
   name: "task",

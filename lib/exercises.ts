@@ -23,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ContentBlock, Message, MessageCreateParams, MessageParam, Tool, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario, type Scenario } from "./scenario.ts";
 import type { ReplayedSession } from "./session.ts";
-import { AGENTS_DIR, existingStages, REPO_ROOT } from "./stages.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
 import { nobody, useTerminal } from "./terminal.ts";
 import { toolCall, type ToolCall, type ToolStage } from "./tools.ts";
 
@@ -779,7 +779,6 @@ type ChildMessage =
 
 /** Where a child process makes its checks' folders, so the parent can remove what a killed check left. */
 const CHECKS_FOLDER = "WORKBOOK_CHECKS_FOLDER";
-const TSX_LOADER = pathToFileURL(path.join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const THIS_FILE = fileURLToPath(import.meta.url);
 /**
  * How long loading the copy (tsx, the stage's packages, the exercise) may take: only a top

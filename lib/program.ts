@@ -58,8 +58,10 @@ export async function runProgram(program: StageProgram): Promise<number> {
     console.log(`[error] ${program.settingsProblem}`);
     return 1;
   }
-  const command = Object.keys(program.commands ?? {}).find((name) => program.args.includes(name));
-  if (command) return program.commands![command]();
+  // A command is the first word after the stage's options; the same word later on is part of a prompt.
+  const [first] = withoutOptions(program.args, program.options ?? []);
+  const command = program.commands && first !== undefined && Object.hasOwn(program.commands, first) ? program.commands[first] : undefined;
+  if (command) return command();
   const { flag, value, rest } = parseArgs(withoutOptions(program.args, program.options ?? []));
   if (flag === "--replay") return replayDemo(program, value);
   if (flag === "--record" && !program.hasKey) {

@@ -3,11 +3,16 @@
 // scripts, the tests and the docs site all ask here.
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { CAPSTONE as CAPSTONE_PAGE } from "../.vitepress/curriculum.ts";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const AGENTS_DIR = path.join(REPO_ROOT, "agents");
+/**
+ * tsx's loader, by its full address: `npx tsx` resolves tsx from the repository, but a child
+ * process started in a temporary folder (a test, a check, the docs' capture) must be told.
+ */
+export const TSX_LOADER = pathToFileURL(path.join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
 /** The capstone (every mechanism together, after the numbered stages), as the curriculum names it. */
 export const CAPSTONE = { id: CAPSTONE_PAGE.id, file: CAPSTONE_PAGE.file };

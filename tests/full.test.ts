@@ -168,7 +168,10 @@ describe("the capstone's demo", () => {
     const { requests } = await replayed();
     const child = requests.filter((r) => r.messages[0].content !== scenario.prompts[0]);
     expect(child).toHaveLength(3);
-    expect(child[0].tools!.map((t) => (t as { name: string }).name)).not.toContain("task");
+    // No task (no recursion), and neither the person's plan nor the person's conversation to act on.
+    const given = child[0].tools!.map((t) => (t as { name: string }).name);
+    expect(given).toContain("bash");
+    for (const name of ["task", "todo_write", "compact"]) expect(given).not.toContain(name);
     const after = await requestWith("toolu_full_demo_04");
     const text = JSON.stringify(after.messages);
     expect(resultText(resultIn(after, "toolu_full_demo_04")!)).toContain("Callers of parseDate");

@@ -15,7 +15,7 @@ import { getResponse } from "msw";
 import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
 import type { Scenario } from "../lib/scenario.ts";
-import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf } from "../lib/stages.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf, TSX_LOADER } from "../lib/stages.ts";
 import { toolCall, toolImplementations, type ToolCall, type ToolStage } from "../lib/tools.ts";
 export { offersTool } from "../lib/tools.ts";
 
@@ -215,9 +215,6 @@ export async function runMain(file: string, args: string[] = [], options: { inpu
   }
 }
 
-// `npx tsx` in the repository resolves tsx from there; a child started in a temporary
-// folder needs the loader's full address.
-const TSX_LOADER = pathToFileURL(path.join(REPO_ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
 export interface RunResult {
   code: number | null;

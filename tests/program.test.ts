@@ -17,7 +17,7 @@ import { runProgram, type StageProgram } from "../lib/program.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { runStageWith } from "../scripts/stage-args.ts";
 import {
-  eventually, isRunning, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace,
+  eventually, isRunning, TSX_LOADER, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
 
 const KEY = "sk-ant-test-0123456789abcdef";
@@ -179,6 +179,16 @@ describe("choosing a scenario to replay", () => {
 describe("with a key, against a provider", () => {
   const workspace = useWorkspace();
   const provider = useProvider();
+
+  it("takes a stage's command only as the first word: the same word later is part of the prompt", async () => {
+    provider([reply.text("It lists the tools.")]);
+    let ran = 0;
+    const program: StageProgram = { stage: "s01", title: "The Agent Loop", agentLoop: s01Loop, hasKey: true, args: ["explain", "--list"], commands: { "--list": async () => (ran++, 0) } };
+    const { value, output } = await onScreen("", () => runProgram(program));
+    expect([value, ran, output]).toEqual([0, 0, "It lists the tools.\n"]);
+    const { value: listed } = await onScreen("", () => runProgram({ ...program, args: ["--list"] }));
+    expect([listed, ran]).toEqual([0, 1]);
+  });
 
   it("one-shot: runs the prompt, shows the call with its named arguments and the result, and exits 0", async () => {
     const requests = provider([
@@ -370,7 +380,7 @@ describe("what only a real process shows", () => {
   });
 
   it("output piped into a reader that stops early (| head) ends the program quietly", async () => {
-    const child = spawn(process.execPath, ["--import", tsxLoader(), s01], {
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, s01], {
       cwd: workspace.dir,
       env: { ...process.env, ANTHROPIC_API_KEY: "", TMPDIR: workspace.dir },
       stdio: ["ignore", "pipe", "pipe"],
@@ -387,7 +397,7 @@ describe("what only a real process shows", () => {
     const standIn = await startStandIn(
       scenarioOf([reply.tools([{ name: "bash", input: { command: "sleep 1000 & echo $! > pid.txt" } }]), reply.text("started")]),
     );
-    const child = spawn(process.execPath, ["--import", tsxLoader(), stageFile("s02")], {
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, stageFile("s02")], {
       cwd: workspace.dir,
       env: { ...process.env, ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url, TMPDIR: workspace.dir },
       stdio: ["pipe", "pipe", "pipe"],
@@ -443,6 +453,5 @@ describe("what only a real process shows", () => {
   });
 });
 
-const tsxLoader = () => path.join(path.dirname(s01), "..", "node_modules", "tsx", "dist", "loader.mjs");
 
 
