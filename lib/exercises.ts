@@ -20,8 +20,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpath
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { ContentBlock, Message, MessageCreateParams, MessageParam, Tool, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import type { MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario, type Scenario } from "./scenario.ts";
+import { resultText } from "./replies.ts";
 import type { ReplayedSession } from "./session.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
 import { nobody, useTerminal } from "./terminal.ts";
@@ -514,55 +515,8 @@ export interface CheckKit {
   write(relative: string, text: string): void;
 }
 
-let counter = 0;
-const nextId = (prefix: string) => `${prefix}_check_${String(++counter).padStart(3, "0")}`;
-
-/** Model replies in the exact shape of the Messages API, written briefly. */
-export const reply = {
-  /** A reply that asks for tools, optionally with some text first. */
-  tools(calls: { name: string; input: Record<string, unknown>; id?: string }[], text?: string): Message {
-    const content: ContentBlock[] = [];
-    if (text) content.push({ type: "text", text, citations: null } as ContentBlock);
-    for (const call of calls) content.push({ type: "tool_use", id: call.id ?? nextId("toolu"), name: call.name, input: call.input } as ContentBlock);
-    return message(content, "tool_use");
-  },
-  /** A reply that ends the turn with text. */
-  text(text: string, stop: Message["stop_reason"] = "end_turn"): Message {
-    return message([{ type: "text", text, citations: null } as ContentBlock], stop);
-  },
-};
-
-function message(content: ContentBlock[], stop_reason: Message["stop_reason"]): Message {
-  return {
-    id: nextId("msg"),
-    type: "message",
-    role: "assistant",
-    model: "claude-sonnet-5-5",
-    content,
-    stop_reason,
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 10 },
-  } as Message;
-}
-
-/** A scenario from replies, one prompt per reply that ends a turn. */
-export function scenarioOf(replies: Message[], extra: Partial<Scenario> = {}): Scenario {
-  const turns = replies.filter((r) => r.stop_reason !== "tool_use").length;
-  return { description: "written for a check", prompts: Array.from({ length: turns }, (_, i) => `prompt ${i + 1}`), replies, ...extra };
-}
-
-/** The tool results carried by request `index` (its last user message), in order. */
-export function toolResults(requests: MessageCreateParams[], index: number): ToolResultBlockParam[] {
-  const last = requests[index]?.messages.at(-1);
-  if (!last || last.role !== "user" || !Array.isArray(last.content)) return [];
-  return last.content.filter((b): b is ToolResultBlockParam => b.type === "tool_result");
-}
-
-export function resultText(result: ToolResultBlockParam): string {
-  const { content } = result;
-  if (typeof content === "string") return content;
-  return (content ?? []).map((b) => ("text" in b ? b.text : "")).join("");
-}
+// Replies, scenarios and results written briefly, for the checks (the same as the tests use).
+export { reply, resultText, scenarioOf, toolResults } from "./replies.ts";
 
 /** A value shown inside a sentence: quoted, on one line, not too long. */
 export function quote(value: unknown): string {

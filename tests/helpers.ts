@@ -12,10 +12,11 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, vi } from "vitest";
 import { getResponse } from "msw";
-import type { ContentBlock, Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import type { MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf, TSX_LOADER } from "../lib/stages.ts";
+import { reply, resultText, scenarioOf, toolResults as resultsOf } from "../lib/replies.ts";
 import { toolCall, toolImplementations, type ToolCall, type ToolStage } from "../lib/tools.ts";
 export { offersTool } from "../lib/tools.ts";
 
@@ -101,66 +102,13 @@ export function useReplay(): (scenario: Scenario, options?: { allowUnhandled?: b
   };
 }
 
-let counter = 0;
-const nextId = (prefix: string) => `${prefix}_test_${String(++counter).padStart(3, "0")}`;
+// Replies and scenarios written briefly (lib/replies.ts, which the exercises' checks use too).
+export { reply, resultText, scenarioOf };
 
-type Call = { name: string; input: Record<string, unknown>; id?: string };
-
-/** Model replies in the exact shape of the Messages API, written briefly. */
-export const reply = {
-  /** A reply that asks for tools (stop_reason "tool_use"), optionally with some text first. */
-  tools(calls: Call[], text?: string): Message {
-    const content: ContentBlock[] = [];
-    if (text) content.push({ type: "text", text, citations: null } as ContentBlock);
-    for (const call of calls) {
-      content.push({ type: "tool_use", id: call.id ?? nextId("toolu"), name: call.name, input: call.input } as ContentBlock);
-    }
-    return message(content, "tool_use");
-  },
-  /** A reply that ends the turn with text. */
-  text(text: string, stop: Message["stop_reason"] = "end_turn"): Message {
-    return message([{ type: "text", text, citations: null } as ContentBlock], stop);
-  },
-};
-
-function message(content: ContentBlock[], stop_reason: Message["stop_reason"]): Message {
-  return {
-    id: nextId("msg"),
-    type: "message",
-    role: "assistant",
-    model: "claude-sonnet-5-5",
-    content,
-    stop_reason,
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 10 },
-  } as Message;
-}
-
-/** A scenario from replies, with one prompt per reply that ends a turn. */
-export function scenarioOf(replies: Message[], extra: Partial<Scenario> = {}): Scenario {
-  const turns = replies.filter((r) => r.stop_reason !== "tool_use").length;
-  return {
-    description: "written in a test",
-    prompts: Array.from({ length: turns }, (_, i) => `prompt ${i + 1}`),
-    replies,
-    ...extra,
-  };
-}
-
-/** The tool results carried by request `index` (the last user message), in order. */
-export function toolResults(replay: Replay, index: number): ToolResultBlockParam[] {
-  const request: MessageCreateParams | undefined = replay.requests[index];
-  if (!request) throw new Error(`there is no request ${index}; the model received ${replay.requests.length}`);
-  const last = request.messages.at(-1);
-  if (!last || last.role !== "user" || !Array.isArray(last.content)) return [];
-  return last.content.filter((b): b is ToolResultBlockParam => b.type === "tool_result");
-}
-
-/** The text of a tool result's content. */
-export function resultText(result: ToolResultBlockParam): string {
-  const { content } = result;
-  if (typeof content === "string") return content;
-  return (content ?? []).map((b) => ("text" in b ? b.text : "")).join("");
+/** The tool results carried by request `index` (the last user message), in order; a request never made fails the test. */
+export function toolResults(replay: { requests: MessageCreateParams[] }, index: number): ToolResultBlockParam[] {
+  if (!replay.requests[index]) throw new Error(`there is no request ${index}; the model received ${replay.requests.length}`);
+  return resultsOf(replay.requests, index);
 }
 
 /**
