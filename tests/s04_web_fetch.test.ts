@@ -619,9 +619,10 @@ describe.each(stages)("%s web_fetch", (_id, file) => {
       // from firing would answer after 4.5 s at the earliest; a busy machine may delay the answer
       // past 2.5 s, never to 3.5 s.
       expect(Date.now() - started).toBeLessThan(3500);
-      // A conversion left running would go on using the processor after the answer.
+      // A conversion left running would go on using the processor after the answer, nearly
+      // the whole of the next second; a collection of the garbage the page left may take 0.1 s.
       const { seconds } = await cpuSeconds(() => new Promise((resolve) => setTimeout(resolve, 1000)));
-      expect(seconds).toBeLessThan(0.1);
+      expect(seconds).toBeLessThan(0.5);
     });
   });
 });
