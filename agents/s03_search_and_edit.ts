@@ -496,7 +496,6 @@ function noMatchHint(content: string, find: string, crlf: boolean): string {
 // Searches never look into the repository's internals or installed packages, nor into what
 // .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
 const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
-const MAX_PATHS = 100; // paths glob and ls show
 const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
 
 type FoundFile = { shown: string; full: string };
@@ -758,15 +757,6 @@ function safeFolder(given: string): string {
 const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
 // Plain code-unit order, not localeCompare: the same on every machine and in every locale.
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-// Left out or null: the default, as optionalInteger treats them.
-const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
-  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
-
-/** At most `max` lines, and how many were left out. */
-function capped(lines: string[], max: number): string {
-  const more = lines.length - max;
-  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
-}
 
 /** A note naming what could not be read, or nothing when all was read. */
 function unreadableNote(what: "file" | "folder", names: string[]): string[] {
@@ -776,9 +766,10 @@ function unreadableNote(what: "file" | "folder", names: string[]): string[] {
 }
 // #endregion walk
 
-// #region grep
-const MAX_LINE = 2000; // characters shown of one matching line
-const OUTPUT_MODES = ["files_with_matches", "content", "count"];
+// #region search
+// The search behind grep, from s07 on behind its paging grep too: the files the walk found,
+// searched in worker threads with a time limit.
+
 /**
  * How long one search may take in all (users get 10 s), and how many files make a second
  * worker worth starting: a small search runs in one worker, a large one in one per core (at
@@ -790,26 +781,6 @@ export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
 type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
 /** Per file: its result (undefined: no match), and whether it was searched; the files the search was stuck in. */
 type Search = { results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean };
-
-async function grep(input: Record<string, unknown>): Promise<string> {
-  const pattern = requireString(input, "pattern");
-  // Check the pattern here, before anything runs, so a typo gets a precise answer.
-  try {
-    new RegExp(pattern);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}. No search was run; escape ( ) [ ] { } . * + ? | \\ with \\ to match them as text`);
-  }
-  const mode = optionalString(input, "output_mode", "files_with_matches");
-  if (!OUTPUT_MODES.includes(mode)) throw new Error(`output_mode must be one of ${OUTPUT_MODES.join(", ")}`);
-  const maxResults = optionalInteger(input, "max_results", { min: 1 }) ?? 100;
-  const given = optionalString(input, "path", ".");
-  const { files, unreadable } = filesToSearch(given, optionalString(input, "include", "**/*"));
-  if (files.length === 0) {
-    return [`No files to search in ${given} (binary files, .git, node_modules and what .gitignore lists are skipped)`, ...unreadableNote("folder", unreadable)].join("\n");
-  }
-  const search = await searchInWorkers(pattern, files, mode, maxResults);
-  return [grepReport(files, search, mode, maxResults, `/${pattern}/ in ${given}`), ...unreadableNote("folder", unreadable)].join("\n");
-}
 
 /** The files to search, sorted by path so the same search always answers in the same order. */
 function filesToSearch(given: string, include: string): Walk {
@@ -960,6 +931,7 @@ function shown(name, number, line) {
 const idleWorkers: Worker[] = [];
 
 function searchInWorkers(pattern: string, files: FoundFile[], mode: string, maxResults: number): Promise<Search> {
+  if (files.length === 0) return Promise.resolve({ results: [], searched: [], stuckIn: [], timedOut: false });
   const count = Math.min(Math.ceil(files.length / GREP_LIMITS.filesPerWorker), availableParallelism(), 4);
   // Shared with the workers: the next file to take, the file each worker is in, the files done.
   const next = new Int32Array(new SharedArrayBuffer(4));
@@ -1032,6 +1004,32 @@ function matchesOnlyAscii(pattern: string): boolean {
   return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
 }
 
+// #endregion search
+
+// #region grep
+const MAX_LINE = 2000; // characters shown of one matching line
+const OUTPUT_MODES = ["files_with_matches", "content", "count"];
+
+async function grep(input: Record<string, unknown>): Promise<string> {
+  const pattern = requireString(input, "pattern");
+  // Check the pattern here, before anything runs, so a typo gets a precise answer.
+  try {
+    new RegExp(pattern);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}. No search was run; escape ( ) [ ] { } . * + ? | \\ with \\ to match them as text`);
+  }
+  const mode = optionalString(input, "output_mode", "files_with_matches");
+  if (!OUTPUT_MODES.includes(mode)) throw new Error(`output_mode must be one of ${OUTPUT_MODES.join(", ")}`);
+  const maxResults = optionalInteger(input, "max_results", { min: 1 }) ?? 100;
+  const given = optionalString(input, "path", ".");
+  const { files, unreadable } = filesToSearch(given, optionalString(input, "include", "**/*"));
+  if (files.length === 0) {
+    return [`No files to search in ${given} (binary files, .git, node_modules and what .gitignore lists are skipped)`, ...unreadableNote("folder", unreadable)].join("\n");
+  }
+  const search = await searchInWorkers(pattern, files, mode, maxResults);
+  return [grepReport(files, search, mode, maxResults, `/${pattern}/ in ${given}`), ...unreadableNote("folder", unreadable)].join("\n");
+}
+
 /** The results in the chosen mode, then notes on what was cut, skipped, unreadable or not searched. */
 function grepReport(files: FoundFile[], search: Search, mode: string, max: number, what: string): string {
   const { results } = search;
@@ -1067,6 +1065,18 @@ function grepReport(files: FoundFile[], search: Search, mode: string, max: numbe
 // #endregion grep
 
 // #region glob
+const MAX_PATHS = 100; // paths glob and ls show
+
+// Left out or null: the default, as optionalInteger treats them.
+const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
+  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
+
+/** At most `max` lines, and how many were left out. */
+function capped(lines: string[], max: number): string {
+  const more = lines.length - max;
+  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
+}
+
 function glob(input: Record<string, unknown>): string {
   const pattern = requireString(input, "pattern");
   const given = optionalString(input, "path", ".");

@@ -25,12 +25,13 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Dirent, type Stats } from "node:fs";
+import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { Ajv, type ErrorObject } from "ajv";
-import { createTwoFilesPatch } from "diff";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import ignore, { type Ignore } from "ignore";
 import { modelClient } from "../lib/model.ts";
 import { isMain, optionValue, runAsMain } from "../lib/program.ts";
@@ -101,15 +102,22 @@ interface AgentTool {
   execute(params: Params, signal: AbortSignal, callId?: string): Promise<ToolResult>;
 }
 
-const ajv = new Ajv({ allErrors: true });
+// ajv and diff load when first needed (a tool's first call, the first change shown), not at
+// start: each costs a tenth of a second or so, and a learner waits for every start.
+const needed = createRequire(import.meta.url);
+let ajv: Ajv | undefined;
+const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true }));
 
-/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+/** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
-  const validate = ajv.compile(spec.parameterSchema);
+  let validate: ValidateFunction | undefined;
   return {
     shouldConfirmExecute: async () => false,
     ...spec,
-    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    validateToolParams: (params) => {
+      validate ??= validator().compile(spec.parameterSchema);
+      return validate(params) ? null : schemaErrors(validate.errors ?? []);
+    },
   };
 }
 
@@ -701,7 +709,7 @@ function proposeWrite(params: Params): FileChange {
 
 /** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
 function diffOf(change: FileChange): string {
-  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const patch = (needed("diff") as typeof import("diff")).createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
   const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
   return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
 }
@@ -853,15 +861,526 @@ function noMatchHint(content: string, find: string, crlf: boolean): string {
 }
 // #endregion edit-file
 
+// #region walk
+// Searches never look into the repository's internals or installed packages, nor into what
+// .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
+const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
+const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
+
+type FoundFile = { shown: string; full: string };
+/** What a walk found: the files, and the folders it could not read (their files are not in the list). */
+type Walk = { files: FoundFile[]; unreadable: string[] };
+/**
+ * The .gitignore rules in force in a folder: one entry per folder on the way down that has a
+ * .gitignore. `byName`: none of its rules has a / before its end (`dist/`, `*.log`), so each
+ * may match at any depth and asking about an entry's name is enough; `seen` keeps the answers.
+ */
+type Rules = { base: string; rules: Ignore; byName: boolean; seen: Map<string, boolean | undefined> }[];
+
+/**
+ * The files under `folder` that match a glob pattern, named relative to the workspace.
+ * `baseNameMatch`: a pattern with no / is matched against the file's name, in every folder.
+ */
+function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean } = {}): Walk {
+  if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
+    throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
+  }
+  const matches = globMatcher(pattern.replace(/^(\.\/)+/, ""));
+  const nameOnly = options.baseNameMatch && !pattern.includes("/");
+  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative));
+}
+
+/**
+ * The files under `folder` whose path from `folder` is `wanted`, in one pass over the folders.
+ * Nothing is read twice or in vain: a skipped or ignored folder is never opened, each
+ * folder's .gitignore is read once, as the walk enters it, and no file is stat'ed (the
+ * folder's listing says what each entry is). Only regular files are listed: a symlink is
+ * neither followed nor listed, so a link inside the workspace can never carry a search out of
+ * it, and a FIFO or a device is never opened.
+ */
+function walkFiles(folder: string, wanted: (relative: string) => boolean): Walk {
+  const root = realpathSync(workspace());
+  const found: Walk = { files: [], unreadable: [] };
+  const start = relativeName(root, folder);
+  const above = start === "." ? [] : start.split("/");
+  // The .gitignore files of the folders above `folder` have their say too, from the top down.
+  let rules: Rules = [];
+  for (let depth = 0; depth < above.length; depth++) {
+    const base = above.slice(0, depth).join("/");
+    const file = path.join(root, base, ".gitignore");
+    if (existsSync(file) && statSync(file).isFile()) rules = [...rules, gitignore(base, readFileSync(file, "utf8"))];
+    if (ignoredBy(rules, `${above.slice(0, depth + 1).join("/")}/`, `${above[depth]}/`)) return found;
+  }
+
+  const visit = (full: string, shown: string, inFolder: string, rules: Rules) => {
+    const listing = listFolder(full, shown, rules);
+    if (!listing) return void found.unreadable.push(shown || ".");
+    for (const entry of listing.entries) {
+      const name = shown ? `${shown}/${entry.name}` : entry.name;
+      const relative = inFolder ? `${inFolder}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (!ALWAYS_SKIPPED.has(entry.name) && !ignoredBy(listing.rules, `${name}/`, `${entry.name}/`)) visit(`${full}/${entry.name}`, name, relative, listing.rules);
+      } else if (entry.isFile() && !ignoredBy(listing.rules, name, entry.name) && wanted(relative)) {
+        found.files.push({ shown: name, full: `${full}/${entry.name}` });
+      }
+    }
+  };
+  visit(folder, above.join("/"), "", rules);
+  return found;
+}
+
+/** A folder's entries and the rules in force inside it, or undefined if it cannot be read. */
+function listFolder(full: string, shown: string, rules: Rules) {
+  try {
+    const entries = readdirSync(full, { withFileTypes: true });
+    // A .gitignore that cannot be read leaves its whole folder out: what it hides stays hidden.
+    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) {
+      rules = [...rules, gitignore(shown, readFileSync(`${full}/.gitignore`, "utf8"))];
+    }
+    return { entries, rules };
+  } catch {
+    return undefined;
+  }
+}
+
+function gitignore(base: string, text: string): Rules[number] {
+  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "" && !line.startsWith("#"));
+  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")), seen: new Map() };
+}
+
+/**
+ * Whether .gitignore leaves a path out (a folder's path ends in /). The .gitignore of each
+ * folder on the way down is asked, and a deeper one has the last word (a `!keep.log` there
+ * brings back what `*.log` above left out), as in git.
+ */
+function ignoredBy(levels: Rules, relative: string, name: string): boolean {
+  let ignored = false;
+  for (const level of levels) {
+    const verdict = level.byName ? verdictByName(level, name) : verdictOf(level.rules, level.base ? relative.slice(level.base.length + 1) : relative);
+    if (verdict !== undefined) ignored = verdict;
+  }
+  return ignored;
+}
+
+/** true: ignored, false: brought back by a `!` rule, undefined: no rule says. */
+function verdictOf(rules: Ignore, relative: string): boolean | undefined {
+  const { ignored, unignored } = rules.test(relative);
+  return ignored ? true : unignored ? false : undefined;
+}
+
+/** The same names come up in folder after folder (src/, index.ts): each is asked once. */
+function verdictByName(level: Rules[number], name: string): boolean | undefined {
+  if (!level.seen.has(name)) level.seen.set(name, verdictOf(level.rules, name));
+  return level.seen.get(name);
+}
+
+/**
+ * A glob as a test of a path: `*` any characters but /, `?` one, `[a-z]` one of (`[!a-z]`
+ * none of), `**` any number of folders, `{a,b}` either, `{1..3}` or `{a..c}` a range, `\*` a
+ * star. The braces are expanded first, into the patterns they stand for; a glob that would
+ * stand for more than MAX_PATTERNS is refused before its list grows past that (`{a,b}`
+ * twenty times stands for a million, and so does `{1..1000}{1..1000}`). Each pattern is then
+ * matched without a regular expression, in time that grows with the path times the pattern:
+ * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
+ */
+function globMatcher(glob: string): (relative: string) => boolean {
+  const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
+    pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
+  );
+  return (relative) => {
+    const parts = relative.split("/");
+    return patterns.some((pattern) => wildcardMatch(pattern, parts, (segment, part) => segment !== GLOBSTAR && matchPart(segment, part)));
+  };
+}
+
+/** The patterns glob[from, to) stands for, with its braces expanded (escapes are kept for partTokens). */
+function expandBraces(glob: string, ends: number[], from: number, to: number): string[] {
+  let patterns = [""];
+  for (let i = from; i < to; i++) {
+    const group = glob[i] === "{" && ends[i] >= 0 && ends[i] < to ? braceAlternatives(glob, ends, i) : undefined;
+    if (group) {
+      if (patterns.length * group.length > MAX_PATTERNS) throw tooManyPatterns(glob);
+      patterns = patterns.flatMap((pattern) => group.map((alternative) => pattern + alternative));
+      i = ends[i];
+    } else {
+      // An escaped character (\* or \{) keeps its \, for partTokens to read.
+      const char = glob[i] === "\\" && i + 1 < to ? glob[i] + glob[++i] : glob[i];
+      patterns = patterns.map((pattern) => pattern + char);
+    }
+  }
+  return patterns;
+}
+
+/** What `{a,b}` or `{1..3}` at `open` stands for, or undefined when its braces are only characters (`{a}`). */
+function braceAlternatives(glob: string, ends: number[], open: number): string[] | undefined {
+  const close = ends[open];
+  const range = /^(-?\d+)\.\.(-?\d+)$|^([a-zA-Z])\.\.([a-zA-Z])$/.exec(glob.slice(open + 1, close));
+  if (range) {
+    // Counted before it is listed: {1..100000000} is refused, not made.
+    const [first, last] = range[1] !== undefined ? [range[1], range[2]] : [range[3], range[4]];
+    const [from, to] = range[1] !== undefined ? [Number(first), Number(last)] : [first.charCodeAt(0), last.charCodeAt(0)];
+    if (Math.abs(to - from) + 1 > MAX_PATTERNS) throw tooManyPatterns(glob);
+    const width = /^-?0\d/.test(first) || /^-?0\d/.test(last) ? Math.max(first.length, last.length) : 0;
+    const step = to >= from ? 1 : -1;
+    return Array.from({ length: Math.abs(to - from) + 1 }, (_, k) =>
+      range[1] !== undefined ? String(from + k * step).padStart(width, "0") : String.fromCharCode(from + k * step),
+    );
+  }
+  const commas: number[] = [];
+  for (let i = open + 1; i < close; i++) {
+    if (glob[i] === "\\") i++;
+    else if (glob[i] === "{" && ends[i] >= 0) i = ends[i]; // a nested group's commas are its own
+    else if (glob[i] === ",") commas.push(i);
+  }
+  if (commas.length === 0) return undefined;
+  const bounds = [open, ...commas, close];
+  const alternatives: string[] = [];
+  for (let b = 0; b + 1 < bounds.length; b++) {
+    alternatives.push(...expandBraces(glob, ends, bounds[b] + 1, bounds[b + 1]));
+    if (alternatives.length > MAX_PATTERNS) throw tooManyPatterns(glob);
+  }
+  return alternatives;
+}
+
+/** Where each `{` closes (-1: never), found in one pass, so unclosed braces cost no more than their length. */
+function braceEnds(glob: string): number[] {
+  const ends = new Array<number>(glob.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === "\\") i++;
+    else if (glob[i] === "{") open.push(i);
+    else if (glob[i] === "}" && open.length > 0) ends[open.pop()!] = i;
+  }
+  return ends;
+}
+
+// A part of a pattern (between slashes) as tokens: a character, ANY (?), STAR (*) or a class.
+const GLOBSTAR = "**";
+const STAR = Symbol("*");
+const ANY = Symbol("?");
+type Token = string | typeof STAR | typeof ANY | RegExp;
+
+function partTokens(part: string, glob: string): Token[] {
+  const tokens: Token[] = [];
+  for (let i = 0; i < part.length; i++) {
+    const close = part[i] === "[" ? part.indexOf("]", i + 2) : -1; // in `[]a]` the first ] is a member
+    if (part[i] === "*") tokens.push(STAR);
+    else if (part[i] === "?") tokens.push(ANY);
+    else if (close > 0) {
+      const inside = part.slice(i + 1, close).replace(/[\\\][]/g, "\\$&").replace(/^!/, "^");
+      try {
+        tokens.push(new RegExp(`^[${inside}]$`)); // one character: nothing to backtrack
+      } catch (error) {
+        throw new Error(`${glob} is not a valid glob: ${(error as Error).message}`);
+      }
+      i = close;
+    } else tokens.push(part[i] === "\\" && i + 1 < part.length ? part[++i] : part[i]);
+  }
+  return tokens;
+}
+
+const matchPart = (tokens: Token[], name: string) =>
+  wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
+
+/**
+ * The classic wildcard match, used twice: for the characters of a name (STAR: any run of
+ * them) and for the parts of a path (GLOBSTAR: any run of folders). When a step fails, it
+ * goes back only to the last wildcard and lets it take one more item; all that can be tried
+ * is tried, without the exponential search a backtracking regular expression may make.
+ */
+function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (token: T, item: U) => boolean): boolean {
+  const isWildcard = (token: T) => (token as unknown) === STAR || (token as unknown) === GLOBSTAR;
+  let t = 0;
+  let i = 0;
+  let lastWildcard = -1;
+  let resumeAt = 0;
+  while (i < items.length) {
+    if (t < pattern.length && isWildcard(pattern[t])) {
+      lastWildcard = t++;
+      resumeAt = i;
+    } else if (t < pattern.length && matchesOne(pattern[t], items[i])) {
+      t++;
+      i++;
+    } else if (lastWildcard >= 0) {
+      t = lastWildcard + 1;
+      i = ++resumeAt;
+    } else return false;
+  }
+  while (t < pattern.length && isWildcard(pattern[t])) t++;
+  return t === pattern.length;
+}
+
+const tooManyPatterns = (glob: string) =>
+  new Error(
+    `the pattern ${glob} stands for more than ${MAX_PATTERNS} patterns once its braces are expanded ({a,b} doubles the count, {1..100} multiplies it by 100); nothing was searched. Use fewer braces, or * and ? instead`,
+  );
+
+/** A folder the model named, inside the workspace, or a clear error. */
+function safeFolder(given: string): string {
+  const folder = safePath(given);
+  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
+  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
+  return folder;
+}
+
+const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
+// Plain code-unit order, not localeCompare: the same on every machine and in every locale.
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A note naming what could not be read, or nothing when all was read. */
+function unreadableNote(what: "file" | "folder", names: string[]): string[] {
+  if (names.length === 0) return [];
+  const listed = [...names].sort(byName).slice(0, 10).join(", ") + (names.length > 10 ? ` and ${names.length - 10} more` : "");
+  return [`[could not read ${names.length} ${what}(s), so ${names.length === 1 ? "it was" : "they were"} skipped: ${listed}]`];
+}
+// #endregion walk
+
+// #region search
+// The search behind grep, from s07 on behind its paging grep too: the files the walk found,
+// searched in worker threads with a time limit.
+
+/**
+ * How long one search may take in all (users get 10 s), and how many files make a second
+ * worker worth starting: a small search runs in one worker, a large one in one per core (at
+ * most 4). Exported so tests can change them.
+ */
+export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
+
+/** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
+type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
+/** Per file: its result (undefined: no match), and whether it was searched; the files the search was stuck in. */
+type Search = { results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean };
+
+/** The files to search, sorted by path so the same search always answers in the same order. */
+function filesToSearch(given: string, include: string): Walk {
+  const target = safePath(given);
+  if (!existsSync(target)) throw new Error(`${given} does not exist`);
+  const stat = statSync(target);
+  // A file named outright is searched even where a skip rule would have left it out.
+  if (stat.isFile()) return { files: [{ shown: relativeName(realpathSync(workspace()), target), full: target }], unreadable: [] };
+  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
+  // "*.ts" matches in every folder, as grep --include does; "src/**/*.ts" matches paths.
+  const found = findFiles(include, target, { baseNameMatch: true });
+  found.files.sort((a, b) => byName(a.shown, b.shown));
+  return found;
+}
+
+// The search runs in worker threads because a pattern with nested repetition, like (a+)+$,
+// can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
+// thread. A worker can be terminated. Workers take the next file from a shared counter, so a
+// large file does not hold up the others, and mark each file done in shared memory: that
+// costs nothing, and when time runs out we know exactly which files were searched. Only a
+// file with matches (or one skipped) sends a message. Starting a worker takes longer than
+// many a search, so workers wait for the next search when they finish; one stopped at the
+// time limit is gone, and a new one takes its place. Plain JavaScript in a string
+// (eval: true) needs no TypeScript loader in the worker.
+//
+// Each file is searched whole, not line by line: one pass of the regular expression over the
+// text finds the lines worth a look, and each of those is tested again on its own, so the
+// answers are exactly those of a line-by-line search. That holds when no match can reach over
+// a line break or look past its line; a pattern that could (\s, [^x], lookarounds) is searched
+// line by line. And when a pattern can match only ASCII characters, the bytes are read as
+// latin1, one character per byte, which is many times faster than decoding UTF-8 and finds
+// the same lines; only the lines shown are decoded. A pattern that is plain text is looked
+// for in the bytes first (Buffer.indexOf): a file without it is done without decoding at all.
+const SEARCH_WORKER = `
+const { parentPort } = require("node:worker_threads");
+const { isAscii } = require("node:buffer");
+const { closeSync, constants, openSync, readSync } = require("node:fs");
+let buffer = Buffer.alloc(65536);
+let task, onLine, inWhole, needle;
+
+parentPort.on("message", (message) => {
+  task = message;
+  onLine = new RegExp(task.pattern);
+  inWhole = task.wholeText ? new RegExp(task.pattern, "gm") : undefined;
+  needle = task.text === undefined ? undefined : Buffer.from(task.text);
+  const { files, next, current, done, slot } = task;
+  for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
+    Atomics.store(current, slot, index);
+    const result = searchFile(files[index], task.names[index]);
+    if (result) parentPort.postMessage([index, result]);
+    Atomics.store(done, index, 1);
+  }
+  Atomics.store(current, slot, -1);
+  if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
+  parentPort.postMessage("finished");
+});
+
+function searchFile(file, name) {
+  let bytes;
+  try {
+    bytes = readFile(file);
+  } catch (error) {
+    return { unreadable: error.code || error.message };
+  }
+  if (bytes === undefined) return { skipped: "over 10 MB" };
+  const nul = bytes.indexOf(0);
+  if (nul !== -1 && nul < 8192) return { skipped: "binary" };
+  if (needle && bytes.indexOf(needle) === -1) return undefined;
+  const found = inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
+  return found.count > 0 ? found : undefined;
+}
+
+// The walk lists only regular files, but one may have been replaced since. The file is opened
+// without waiting (a FIFO there cannot hang the search) and without following a symlink put
+// there, and read to its end but never past the size limit (a device there cannot fill memory).
+// undefined: over the limit.
+function readFile(file) {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  try {
+    let length = 0;
+    while (true) {
+      if (length === buffer.length) {
+        if (length > task.maxBytes) return undefined;
+        const larger = Buffer.allocUnsafe(Math.min(buffer.length * 4, task.maxBytes + 1));
+        buffer.copy(larger);
+        buffer = larger;
+      }
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) return buffer.subarray(0, length);
+      length += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function searchWhole(bytes, name) {
+  const text = bytes.toString(task.latin1 ? "latin1" : "utf8");
+  const decodeLines = task.latin1 && !isAscii(bytes); // latin1 text of UTF-8 bytes: decode the lines shown
+  const found = { count: 0, lines: [] };
+  let lineNumber = 1;
+  let counted = 0;
+  inWhole.lastIndex = 0;
+  for (let match = inWhole.exec(text); match; match = inWhole.exec(text)) {
+    const start = match.index === 0 ? 0 : text.lastIndexOf("\\n", match.index - 1) + 1;
+    if (start === text.length) break; // after the final line break: no line there
+    let end = text.indexOf("\\n", match.index);
+    if (end === -1) end = text.length;
+    const line = withoutCR(decodeLines ? bytes.toString("utf8", start, end) : text.slice(start, end));
+    if (onLine.test(line)) {
+      found.count += 1;
+      if (task.mode === "files_with_matches") break;
+      if (task.mode === "content" && found.lines.length < task.maxResults) {
+        for (let at = text.indexOf("\\n", counted); at !== -1 && at < start; at = text.indexOf("\\n", at + 1)) lineNumber += 1;
+        counted = start;
+        found.lines.push(shown(name, lineNumber, line));
+      }
+    }
+    inWhole.lastIndex = end + 1;
+  }
+  return found;
+}
+
+function searchLines(text, name) {
+  const found = { count: 0, lines: [] };
+  const lines = text.split("\\n");
+  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it does not start one
+  for (let index = 0; index < lines.length; index++) {
+    const line = withoutCR(lines[index]);
+    if (!onLine.test(line)) continue;
+    found.count += 1;
+    if (task.mode === "files_with_matches") break;
+    if (task.mode === "content" && found.lines.length < task.maxResults) found.lines.push(shown(name, index + 1, line));
+  }
+  return found;
+}
+
+function withoutCR(line) {
+  return line.endsWith("\\r") ? line.slice(0, -1) : line;
+}
+
+function shown(name, number, line) {
+  const text = line.length > task.maxLine ? line.slice(0, task.maxLine) + " [line cut at " + task.maxLine + " characters]" : line;
+  return name + ":" + number + ": " + text;
+}`;
+
+/** Workers waiting for the next search. */
+const idleWorkers: Worker[] = [];
+
+function searchInWorkers(pattern: string, files: FoundFile[], mode: string, maxResults: number): Promise<Search> {
+  if (files.length === 0) return Promise.resolve({ results: [], searched: [], stuckIn: [], timedOut: false });
+  const count = Math.min(Math.ceil(files.length / GREP_LIMITS.filesPerWorker), availableParallelism(), 4);
+  // Shared with the workers: the next file to take, the file each worker is in, the files done.
+  const next = new Int32Array(new SharedArrayBuffer(4));
+  const current = new Int32Array(new SharedArrayBuffer(4 * count)).fill(-1);
+  const done = new Uint8Array(new SharedArrayBuffer(files.length));
+  const wholeText = staysOnOneLine(pattern);
+  const latin1 = wholeText && matchesOnlyAscii(pattern);
+  // Plain text: no character with a meaning in a pattern (U+FFFD may stand for bytes that are not UTF-8).
+  const text = /^[^\\^$.|?*+()[\]{}\uFFFD]*$/.test(pattern) ? pattern : undefined;
+  const task = {
+    pattern, wholeText, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES,
+    files: files.map((file) => file.full),
+    names: files.map((file) => file.shown),
+    next, current, done,
+  };
+  const results: (FileResult | undefined)[] = new Array(files.length);
+  return new Promise((resolve, reject) => {
+    const workers = Array.from({ length: count }, () => idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true }));
+    const busy = new Set(workers);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      busy.forEach((worker) => void worker.terminate());
+    }, GREP_LIMITS.milliseconds);
+    workers.forEach((worker, slot) => {
+      // A worker is through with this search when it says "finished", or when it has ended
+      // ("exit" comes after every message it sent, whether it finished or was stopped).
+      const through = (again: boolean) => {
+        if (!busy.delete(worker)) return;
+        worker.off("message", onMessage).off("exit", onExit).off("error", onError);
+        if (again && !timedOut) {
+          worker.unref(); // a waiting worker does not keep the program running
+          idleWorkers.push(worker);
+        }
+        if (busy.size > 0) return;
+        clearTimeout(timer);
+        const searched = files.map((_, i) => done[i] === 1 || results[i] !== undefined);
+        resolve({ results, searched, stuckIn: [...current].filter((i) => i >= 0 && !searched[i]), timedOut });
+      };
+      const onMessage = (message: "finished" | [number, FileResult]) => {
+        if (message === "finished") through(true);
+        else results[message[0]] = message[1];
+      };
+      const onExit = () => through(false);
+      const onError = (error: Error) => {
+        clearTimeout(timer);
+        busy.forEach((other) => void other.terminate());
+        reject(new Error(`the search failed: ${error.message}`));
+      };
+      worker.on("message", onMessage).on("exit", onExit).on("error", onError);
+      worker.ref();
+      worker.postMessage({ ...task, slot });
+    });
+  });
+}
+
+/**
+ * Whether no match of `pattern` can hold a line break or look past the end of its line, so
+ * that searching the whole text at once misses no line. Escapes that never match a line
+ * break are set aside first; anything left that could (\s, \n, \W, [^x], a lookaround) says no.
+ */
+function staysOnOneLine(pattern: string): boolean {
+  const rest = pattern.replace(/\\[bBdwStvf\\^$.*+?()[\]{}|/-]/g, "");
+  return !/\\|\[\^|\(\?<?[=!]|[\x00-\x1f]/.test(rest);
+}
+
+/** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */
+function matchesOnlyAscii(pattern: string): boolean {
+  const rest = pattern.replace(/\\[bBdwtvfnr\\^$.*+?()[\]{}|/-]/g, "");
+  return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
+}
+
+// #endregion search
+
 // #region grep
 // Search is how the model finds the part worth reading, in the project or in a saved result,
-// and it pages its answer as read_file pages lines. The walk leaves out what a project
-// ignores. The search runs in a worker with a time limit: a pattern like (a+)+$ can run for
-// ever on one unlucky line, and a running RegExp cannot be stopped on the main thread.
+// and it pages its answer as read_file pages lines. The files come from s03's walk (what a
+// project ignores is left out) and are searched by s03's search, in worker threads with a time
+// limit; only the paging and the report are this tool's own.
 const GREP_MODES = ["files_with_matches", "content", "count"];
-const NEVER_SEARCHED = new Set([".git", "node_modules", ".agent"]); // unless named in path
-/** How long one search may take. Exported so tests can shorten it. */
-export const GREP_LIMITS = { milliseconds: 10_000 };
 
 const grepTool = defineTool({
   name: "grep",
@@ -892,25 +1411,31 @@ const grepTool = defineTool({
     } catch (error) {
       throw new Error(`${(error as Error).message}; nothing was searched`);
     }
-    const files = filesToSearch(given, params.glob === undefined ? undefined : globMatcher(String(params.glob)));
-    const search = await searchFiles(pattern, files.map((file) => file.full), mode, limit === 0 ? Infinity : offset + limit);
-    const matched = files.flatMap((file, i) => (search.found[i]?.count ? [{ file: file.shown, ...search.found[i]! }] : []));
+    const walk = filesToSearch(given, String(params.glob ?? "**/*"));
+    const files = walk.files.filter((file) => !inAgentFolder(file.shown, given));
+    // Each file keeps as many lines as the page could need; every match is counted.
+    const search = await searchInWorkers(pattern, files, mode, limit === 0 ? Infinity : offset + limit);
+    const found = search.results;
     const unit = mode === "content" ? "matching lines" : "files";
-    const total = mode === "content" ? matched.reduce((sum, m) => sum + m.count, 0) : matched.length;
+    const total = found.reduce((sum, result) => sum + (result?.count ? (mode === "content" ? result.count : 1) : 0), 0);
     if (offset > 0 && offset >= total) throw new Error(`offset ${offset} is past the end: there are ${total} ${unit}`);
-    const entries = matched.flatMap((m) =>
-      mode === "content" ? m.lines.map(([line, text]) => `${m.file}:${line}: ${text}`) : [mode === "count" ? `${m.file}: ${m.count}` : m.file],
+    const entries = files.flatMap((file, i) =>
+      !found[i]?.count ? [] : mode === "content" ? found[i]!.lines! : [mode === "count" ? `${file.shown}: ${found[i]!.count}` : file.shown],
     );
     const page = entries.slice(offset, limit === 0 ? undefined : offset + limit);
-    const searched = search.found.filter((result) => result && !result.skipped).length;
+    const skipped = files.flatMap((file, i) => {
+      const why = found[i]?.skipped ?? (found[i]?.unreadable ? `unreadable (${found[i]!.unreadable})` : undefined);
+      return why ? [`${file.shown} (${why})`] : [];
+    });
+    const searched = search.searched.filter(Boolean).length - skipped.length;
     const report = page.length > 0 ? [page.join("\n")] : [`No matches for /${pattern}/ in ${given} (${searched} files searched)`];
     if (offset + page.length < total) {
       report.push(`[${unit} ${offset + 1}-${offset + page.length} of ${total}. Next page: offset ${offset + page.length}${params.head_limit === undefined ? "" : `, head_limit ${limit}`}]`);
     }
-    const skipped = search.found.flatMap((result, i) => (result?.skipped ? [`${files[i].shown} (${result.skipped})`] : []));
     if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", …" : ""}]`);
+    report.push(...unreadableNote("folder", walk.unreadable));
     if (search.timedOut) {
-      const done = search.found.filter(Boolean).length;
+      const done = search.searched.filter(Boolean).length;
       report.push(`[stopped after ${GREP_LIMITS.milliseconds / 1000} s with ${done} of ${files.length} files searched: a pattern with nested repetition such as (a+)+ can run for ever on some lines; simplify it, or narrow path or glob]`);
     }
     const text = report.join("\n");
@@ -918,115 +1443,10 @@ const grepTool = defineTool({
   },
 });
 
-type Found = { count: number; lines: [number, string][]; skipped?: string };
-
-/** The regular files to search, sorted by path: `given` itself, or what is under it and not ignored. */
-function filesToSearch(given: string, only?: (relative: string) => boolean): { shown: string; full: string }[] {
-  const [target, root] = [safePath(given), realpathSync(workspace())];
-  const stat = statSync(target, { throwIfNoEntry: false });
-  if (!stat) throw new Error(`${given} does not exist`);
-  const shown = (full: string) => path.relative(root, full).split(path.sep).join("/");
-  if (stat.isFile()) return [{ shown: shown(target), full: target }]; // named outright: searched whatever the rules
-  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
-  const files: { shown: string; full: string }[] = [];
-  // The .gitignore of each folder on the way down has its say, those above `given` included.
-  const ancestors = shown(target) === "" ? [] : shown(target).split("/").map((_, i, parts) => path.join(root, ...parts.slice(0, i)));
-  const visit = (folder: string, rules: { base: string; rules: Ignore }[]) => {
-    try {
-      const entries = readdirSync(folder, { withFileTypes: true });
-      if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) rules = [...rules, gitignoreOf(folder)];
-      for (const entry of entries.filter((entry) => !ignoredBy(rules, folder, entry))) {
-        const full = path.join(folder, entry.name);
-        const relative = path.relative(target, full).split(path.sep).join("/");
-        if (entry.isDirectory() && !NEVER_SEARCHED.has(entry.name)) visit(full, rules);
-        else if (entry.isFile() && (!only || only(relative))) files.push({ shown: shown(full), full });
-      }
-    } catch {} // a folder that cannot be read is left out
-  };
-  visit(target, ancestors.flatMap((folder) => (statSync(path.join(folder, ".gitignore"), { throwIfNoEntry: false })?.isFile() ? [gitignoreOf(folder)] : [])));
-  return files.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0));
-}
-
-const gitignoreOf = (folder: string) => ({ base: folder, rules: ignore().add(readFileSync(path.join(folder, ".gitignore"), "utf8")) });
-const ignoredBy = (levels: { base: string; rules: Ignore }[], folder: string, entry: Dirent) =>
-  levels.some(({ base, rules }) => rules.ignores(path.relative(base, path.join(folder, entry.name)) + (entry.isDirectory() ? "/" : "")));
-
-/**
- * Whether a path matches a glob: `*` and `?` within a name, `**` across folders, `{a,b}`
- * either; a glob with no / looks at the file's name only. The glob becomes one regular
- * expression whose braces are alternatives, never expanded: no glob stands for a million.
- */
-function globMatcher(glob: string): (relative: string) => boolean {
-  let [source, depth] = ["", 0];
-  for (let i = 0; i < glob.length; i++) {
-    const char = glob[i];
-    if (glob.startsWith("**/", i)) [source, i] = [`${source}(?:.*/)?`, i + 2];
-    else if (glob.startsWith("**", i)) [source, i] = [`${source}.*`, i + 1];
-    else if (char === "*" || char === "?") source += char === "*" ? "[^/]*" : "[^/]";
-    else if (char === "{") [source, depth] = [`${source}(?:`, depth + 1];
-    else if (char === "}" && depth > 0) [source, depth] = [`${source})`, depth - 1];
-    else if (char === "," && depth > 0) source += "|";
-    else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-  }
-  if (depth > 0) throw new Error(`the glob ${glob} opens a { that it does not close`);
-  const regex = new RegExp(`^${source}$`);
-  return (relative) => regex.test(glob.includes("/") ? relative : relative.slice(relative.lastIndexOf("/") + 1));
-}
-
-// Plain JavaScript in a string (eval: true): the worker needs no TypeScript loader. It
-// searches the files in order and keeps the first `keep` matching lines, counting them all.
-const SEARCH_WORKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { readFileSync, statSync } = require("node:fs");
-const { pattern, files, mode, keep, maxBytes, maxLine } = workerData;
-const regex = new RegExp(pattern);
-let kept = 0;
-files.forEach((file, index) => {
-  let bytes;
-  try {
-    if (statSync(file).size > maxBytes) return parentPort.postMessage([index, { skipped: "over 10 MB" }]);
-    bytes = readFileSync(file);
-  } catch (error) {
-    return parentPort.postMessage([index, { skipped: "unreadable (" + (error.code || error.message) + ")" }]);
-  }
-  if (bytes.subarray(0, 8192).includes(0)) return parentPort.postMessage([index, { skipped: "binary" }]);
-  const lines = bytes.toString("utf8").split("\\n");
-  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it starts none
-  const found = { count: 0, lines: [] };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].endsWith("\\r") ? lines[i].slice(0, -1) : lines[i];
-    if (!regex.test(line)) continue;
-    found.count += 1;
-    if (mode === "files_with_matches") break;
-    if (mode === "content" && kept < keep) {
-      kept += 1;
-      found.lines.push([i + 1, line.length > maxLine ? line.slice(0, maxLine) + " [line cut at " + maxLine + " characters]" : line]);
-    }
-  }
-  parentPort.postMessage([index, found]);
-});`;
-
-/** Each file's result, by index (undefined: not searched, time ran out first), and whether it did. */
-function searchFiles(pattern: string, files: string[], mode: string, keep: number): Promise<{ found: (Found | undefined)[]; timedOut: boolean }> {
-  const found: (Found | undefined)[] = new Array(files.length);
-  let timedOut = false;
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(SEARCH_WORKER, { eval: true, workerData: { pattern, files, mode, keep, maxBytes: MAX_FILE_BYTES, maxLine: MAX_LINE } });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      void worker.terminate();
-    }, GREP_LIMITS.milliseconds);
-    worker.on("message", ([index, result]: [number, Found]) => (found[index] = result));
-    worker.on("error", (error) => {
-      clearTimeout(timer);
-      reject(new Error(`the search failed: ${error.message}`));
-    });
-    // "exit" comes after every message the worker sent, whether it finished or was stopped.
-    worker.on("exit", () => {
-      clearTimeout(timer);
-      resolve({ found, timedOut });
-    });
-  });
+/** The agent's own folder (saved results, settings) is searched only when path names it. */
+function inAgentFolder(shown: string, given: string): boolean {
+  const inside = `/${shown}`.includes("/.agent/");
+  return inside && !`/${path.normalize(given)}/`.includes("/.agent/");
 }
 // #endregion grep
 

@@ -29,12 +29,12 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import type { ContentBlock, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Ajv, type ErrorObject } from "ajv";
-import { createTwoFilesPatch } from "diff";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import { modelClient } from "../lib/model.ts";
 import { isMain, optionValue, runAsMain } from "../lib/program.ts";
 import type { Scenario } from "../lib/scenario.ts";
@@ -106,15 +106,22 @@ interface AgentTool {
   execute(params: Params, signal: AbortSignal): Promise<ToolResult>;
 }
 
-const ajv = new Ajv({ allErrors: true });
+// ajv and diff load when first needed (a tool's first call, the first change shown), not at
+// start: each costs a tenth of a second or so, and a learner waits for every start.
+const needed = createRequire(import.meta.url);
+let ajv: Ajv | undefined;
+const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true }));
 
-/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+/** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
-  const validate = ajv.compile(spec.parameterSchema);
+  let validate: ValidateFunction | undefined;
   return {
     shouldConfirmExecute: async () => false,
     ...spec,
-    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    validateToolParams: (params) => {
+      validate ??= validator().compile(spec.parameterSchema);
+      return validate(params) ? null : schemaErrors(validate.errors ?? []);
+    },
   };
 }
 
@@ -486,7 +493,7 @@ function proposeWrite(params: Params): FileChange {
 
 /** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
 function diffOf(change: FileChange): string {
-  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const patch = (needed("diff") as typeof import("diff")).createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
   const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
   return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
 }
@@ -654,7 +661,7 @@ const SETTINGS_FILE = ".agent/settings.json";
 type ServerSettings = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeout?: number; trust?: boolean };
 type Settings = { tools?: { toolDiscoveryCommand?: string; toolCallCommand?: string }; mcpServers?: Record<string, ServerSettings> };
 
-const checkSettings = ajv.compile({
+const SETTINGS_SCHEMA = {
   type: "object",
   properties: {
     tools: {
@@ -678,7 +685,7 @@ const checkSettings = ajv.compile({
     },
   },
   additionalProperties: false,
-});
+};
 
 /** The settings of the workspace `root`. With a mistake in them, none: one line names the file, the place and the problem. */
 function readSettings(root: string): { settings: Settings; problem?: string } {
@@ -692,6 +699,7 @@ function readSettings(root: string): { settings: Settings; problem?: string } {
   } catch (error) {
     return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
   }
+  const checkSettings = validator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
   if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
   return { settings: data as Settings };
 }
@@ -747,11 +755,11 @@ interface FoundTool {
 type Found = { source: string; tools: FoundTool[]; problems: string[] };
 
 // A function declaration, as the seed describes them: a name, a description, parameters.
-const checkDeclaration = ajv.compile({
+const DECLARATION_SCHEMA = {
   type: "object",
   properties: { name: { type: "string", minLength: 1 }, description: { type: "string" }, parameters: { type: "object", properties: { type: { const: "object" } }, required: ["type"] } },
   required: ["name"],
-});
+};
 
 /** Run the discovery command; each function declaration it prints becomes a tool that runs the call command. */
 async function toolsFromCommand(discover: string, callCommand: string): Promise<Found> {
@@ -770,6 +778,7 @@ async function toolsFromCommand(discover: string, callCommand: string): Promise<
     found.problems.push(`could not list its tools: ${(error as Error).message}`);
     return found;
   }
+  const checkDeclaration = validator().compile(DECLARATION_SCHEMA);
   for (const [i, declaration] of declarations.entries()) {
     if (!checkDeclaration(declaration)) {
       found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], "it")}`);
@@ -1028,13 +1037,14 @@ function freeName(wanted: string): string {
 
 // Schemas written by others: keywords and formats this validator does not know are let
 // through rather than refused (the tool checks its own input too).
-const outsideAjv = new Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false });
+let outsideAjv: Ajv | undefined;
+const outsideValidator = () => (outsideAjv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false }));
 
 /** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
 function outsideTool(name: string, found: FoundTool): AgentTool {
   // `$schema` names a draft the API may not take; the rest is sent as it came.
   const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
-  const validate = outsideAjv.compile(schema);
+  const validate = outsideValidator().compile(schema);
   return {
     name,
     displayName: found.displayName,

@@ -30,10 +30,10 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { Ajv, type ErrorObject } from "ajv";
-import { createTwoFilesPatch } from "diff";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import { modelClient } from "../lib/model.ts";
 import { isMain, optionValue, runAsMain } from "../lib/program.ts";
 import { cancellable, terminal } from "../lib/terminal.ts";
@@ -101,15 +101,22 @@ interface AgentTool {
   execute(params: Params, signal: AbortSignal): Promise<ToolResult>;
 }
 
-const ajv = new Ajv({ allErrors: true });
+// ajv and diff load when first needed (a tool's first call, the first change shown), not at
+// start: each costs a tenth of a second or so, and a learner waits for every start.
+const needed = createRequire(import.meta.url);
+let ajv: Ajv | undefined;
+const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true }));
 
-/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+/** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
-  const validate = ajv.compile(spec.parameterSchema);
+  let validate: ValidateFunction | undefined;
   return {
     shouldConfirmExecute: async () => false,
     ...spec,
-    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    validateToolParams: (params) => {
+      validate ??= validator().compile(spec.parameterSchema);
+      return validate(params) ? null : schemaErrors(validate.errors ?? []);
+    },
   };
 }
 
@@ -476,7 +483,7 @@ function proposeWrite(params: Params): FileChange {
 
 /** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
 function diffOf(change: FileChange): string {
-  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const patch = (needed("diff") as typeof import("diff")).createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
   const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
   return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
 }

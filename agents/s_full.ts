@@ -37,11 +37,12 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import dns from "node:dns";
-import { appendFileSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Dirent, type Stats } from "node:fs";
+import { appendFileSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
-import os from "node:os";
+import { createRequire } from "node:module";
+import os, { availableParallelism } from "node:os";
 import path from "node:path";
 import { pipeline, type Transform } from "node:stream";
 import { Worker } from "node:worker_threads";
@@ -49,10 +50,8 @@ import zlib from "node:zlib";
 import type { ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Ajv, type ErrorObject } from "ajv";
-import { createTwoFilesPatch } from "diff";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import ignore, { type Ignore } from "ignore";
-import YAML from "yaml";
 import { modelClient, type ModelClient } from "../lib/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/program.ts";
 import type { Scenario } from "../lib/scenario.ts";
@@ -146,15 +145,22 @@ interface AgentTool {
   execute(params: Params, signal: AbortSignal, callId?: string): Promise<ToolResult>;
 }
 
-const ajv = new Ajv({ allErrors: true });
+// ajv and diff load when first needed (a tool's first call, the first change shown), not at
+// start: each costs a tenth of a second or so, and a learner waits for every start.
+const needed = createRequire(import.meta.url);
+let ajv: Ajv | undefined;
+const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true }));
 
-/** A tool from its parts; its parameters are checked against its schema, compiled once, here. */
+/** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
-  const validate = ajv.compile(spec.parameterSchema);
+  let validate: ValidateFunction | undefined;
   return {
     shouldConfirmExecute: async () => false,
     ...spec,
-    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    validateToolParams: (params) => {
+      validate ??= validator().compile(spec.parameterSchema);
+      return validate(params) ? null : schemaErrors(validate.errors ?? []);
+    },
   };
 }
 
@@ -751,7 +757,7 @@ function proposeWrite(params: Params): FileChange {
 
 /** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
 function diffOf(change: FileChange): string {
-  const patch = createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
+  const patch = (needed("diff") as typeof import("diff")).createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
   const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
   return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
 }
@@ -903,15 +909,252 @@ function noMatchHint(content: string, find: string, crlf: boolean): string {
 }
 // #endregion edit-file
 
+// #region search
+// The search behind grep, from s07 on behind its paging grep too: the files the walk found,
+// searched in worker threads with a time limit.
+
+/**
+ * How long one search may take in all (users get 10 s), and how many files make a second
+ * worker worth starting: a small search runs in one worker, a large one in one per core (at
+ * most 4). Exported so tests can change them.
+ */
+export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
+
+/** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
+type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
+/** Per file: its result (undefined: no match), and whether it was searched; the files the search was stuck in. */
+type Search = { results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean };
+
+/** The files to search, sorted by path so the same search always answers in the same order. */
+function filesToSearch(given: string, include: string): Walk {
+  const target = safePath(given);
+  if (!existsSync(target)) throw new Error(`${given} does not exist`);
+  const stat = statSync(target);
+  // A file named outright is searched even where a skip rule would have left it out.
+  if (stat.isFile()) return { files: [{ shown: relativeName(realpathSync(workspace()), target), full: target }], unreadable: [] };
+  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
+  // "*.ts" matches in every folder, as grep --include does; "src/**/*.ts" matches paths.
+  const found = findFiles(include, target, { baseNameMatch: true });
+  found.files.sort((a, b) => byName(a.shown, b.shown));
+  return found;
+}
+
+// The search runs in worker threads because a pattern with nested repetition, like (a+)+$,
+// can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
+// thread. A worker can be terminated. Workers take the next file from a shared counter, so a
+// large file does not hold up the others, and mark each file done in shared memory: that
+// costs nothing, and when time runs out we know exactly which files were searched. Only a
+// file with matches (or one skipped) sends a message. Starting a worker takes longer than
+// many a search, so workers wait for the next search when they finish; one stopped at the
+// time limit is gone, and a new one takes its place. Plain JavaScript in a string
+// (eval: true) needs no TypeScript loader in the worker.
+//
+// Each file is searched whole, not line by line: one pass of the regular expression over the
+// text finds the lines worth a look, and each of those is tested again on its own, so the
+// answers are exactly those of a line-by-line search. That holds when no match can reach over
+// a line break or look past its line; a pattern that could (\s, [^x], lookarounds) is searched
+// line by line. And when a pattern can match only ASCII characters, the bytes are read as
+// latin1, one character per byte, which is many times faster than decoding UTF-8 and finds
+// the same lines; only the lines shown are decoded. A pattern that is plain text is looked
+// for in the bytes first (Buffer.indexOf): a file without it is done without decoding at all.
+const SEARCH_WORKER = `
+const { parentPort } = require("node:worker_threads");
+const { isAscii } = require("node:buffer");
+const { closeSync, constants, openSync, readSync } = require("node:fs");
+let buffer = Buffer.alloc(65536);
+let task, onLine, inWhole, needle;
+
+parentPort.on("message", (message) => {
+  task = message;
+  onLine = new RegExp(task.pattern);
+  inWhole = task.wholeText ? new RegExp(task.pattern, "gm") : undefined;
+  needle = task.text === undefined ? undefined : Buffer.from(task.text);
+  const { files, next, current, done, slot } = task;
+  for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
+    Atomics.store(current, slot, index);
+    const result = searchFile(files[index], task.names[index]);
+    if (result) parentPort.postMessage([index, result]);
+    Atomics.store(done, index, 1);
+  }
+  Atomics.store(current, slot, -1);
+  if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
+  parentPort.postMessage("finished");
+});
+
+function searchFile(file, name) {
+  let bytes;
+  try {
+    bytes = readFile(file);
+  } catch (error) {
+    return { unreadable: error.code || error.message };
+  }
+  if (bytes === undefined) return { skipped: "over 10 MB" };
+  const nul = bytes.indexOf(0);
+  if (nul !== -1 && nul < 8192) return { skipped: "binary" };
+  if (needle && bytes.indexOf(needle) === -1) return undefined;
+  const found = inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
+  return found.count > 0 ? found : undefined;
+}
+
+// The walk lists only regular files, but one may have been replaced since. The file is opened
+// without waiting (a FIFO there cannot hang the search) and without following a symlink put
+// there, and read to its end but never past the size limit (a device there cannot fill memory).
+// undefined: over the limit.
+function readFile(file) {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  try {
+    let length = 0;
+    while (true) {
+      if (length === buffer.length) {
+        if (length > task.maxBytes) return undefined;
+        const larger = Buffer.allocUnsafe(Math.min(buffer.length * 4, task.maxBytes + 1));
+        buffer.copy(larger);
+        buffer = larger;
+      }
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) return buffer.subarray(0, length);
+      length += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function searchWhole(bytes, name) {
+  const text = bytes.toString(task.latin1 ? "latin1" : "utf8");
+  const decodeLines = task.latin1 && !isAscii(bytes); // latin1 text of UTF-8 bytes: decode the lines shown
+  const found = { count: 0, lines: [] };
+  let lineNumber = 1;
+  let counted = 0;
+  inWhole.lastIndex = 0;
+  for (let match = inWhole.exec(text); match; match = inWhole.exec(text)) {
+    const start = match.index === 0 ? 0 : text.lastIndexOf("\\n", match.index - 1) + 1;
+    if (start === text.length) break; // after the final line break: no line there
+    let end = text.indexOf("\\n", match.index);
+    if (end === -1) end = text.length;
+    const line = withoutCR(decodeLines ? bytes.toString("utf8", start, end) : text.slice(start, end));
+    if (onLine.test(line)) {
+      found.count += 1;
+      if (task.mode === "files_with_matches") break;
+      if (task.mode === "content" && found.lines.length < task.maxResults) {
+        for (let at = text.indexOf("\\n", counted); at !== -1 && at < start; at = text.indexOf("\\n", at + 1)) lineNumber += 1;
+        counted = start;
+        found.lines.push(shown(name, lineNumber, line));
+      }
+    }
+    inWhole.lastIndex = end + 1;
+  }
+  return found;
+}
+
+function searchLines(text, name) {
+  const found = { count: 0, lines: [] };
+  const lines = text.split("\\n");
+  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it does not start one
+  for (let index = 0; index < lines.length; index++) {
+    const line = withoutCR(lines[index]);
+    if (!onLine.test(line)) continue;
+    found.count += 1;
+    if (task.mode === "files_with_matches") break;
+    if (task.mode === "content" && found.lines.length < task.maxResults) found.lines.push(shown(name, index + 1, line));
+  }
+  return found;
+}
+
+function withoutCR(line) {
+  return line.endsWith("\\r") ? line.slice(0, -1) : line;
+}
+
+function shown(name, number, line) {
+  const text = line.length > task.maxLine ? line.slice(0, task.maxLine) + " [line cut at " + task.maxLine + " characters]" : line;
+  return name + ":" + number + ": " + text;
+}`;
+
+/** Workers waiting for the next search. */
+const idleWorkers: Worker[] = [];
+
+function searchInWorkers(pattern: string, files: FoundFile[], mode: string, maxResults: number): Promise<Search> {
+  if (files.length === 0) return Promise.resolve({ results: [], searched: [], stuckIn: [], timedOut: false });
+  const count = Math.min(Math.ceil(files.length / GREP_LIMITS.filesPerWorker), availableParallelism(), 4);
+  // Shared with the workers: the next file to take, the file each worker is in, the files done.
+  const next = new Int32Array(new SharedArrayBuffer(4));
+  const current = new Int32Array(new SharedArrayBuffer(4 * count)).fill(-1);
+  const done = new Uint8Array(new SharedArrayBuffer(files.length));
+  const wholeText = staysOnOneLine(pattern);
+  const latin1 = wholeText && matchesOnlyAscii(pattern);
+  // Plain text: no character with a meaning in a pattern (U+FFFD may stand for bytes that are not UTF-8).
+  const text = /^[^\\^$.|?*+()[\]{}\uFFFD]*$/.test(pattern) ? pattern : undefined;
+  const task = {
+    pattern, wholeText, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES,
+    files: files.map((file) => file.full),
+    names: files.map((file) => file.shown),
+    next, current, done,
+  };
+  const results: (FileResult | undefined)[] = new Array(files.length);
+  return new Promise((resolve, reject) => {
+    const workers = Array.from({ length: count }, () => idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true }));
+    const busy = new Set(workers);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      busy.forEach((worker) => void worker.terminate());
+    }, GREP_LIMITS.milliseconds);
+    workers.forEach((worker, slot) => {
+      // A worker is through with this search when it says "finished", or when it has ended
+      // ("exit" comes after every message it sent, whether it finished or was stopped).
+      const through = (again: boolean) => {
+        if (!busy.delete(worker)) return;
+        worker.off("message", onMessage).off("exit", onExit).off("error", onError);
+        if (again && !timedOut) {
+          worker.unref(); // a waiting worker does not keep the program running
+          idleWorkers.push(worker);
+        }
+        if (busy.size > 0) return;
+        clearTimeout(timer);
+        const searched = files.map((_, i) => done[i] === 1 || results[i] !== undefined);
+        resolve({ results, searched, stuckIn: [...current].filter((i) => i >= 0 && !searched[i]), timedOut });
+      };
+      const onMessage = (message: "finished" | [number, FileResult]) => {
+        if (message === "finished") through(true);
+        else results[message[0]] = message[1];
+      };
+      const onExit = () => through(false);
+      const onError = (error: Error) => {
+        clearTimeout(timer);
+        busy.forEach((other) => void other.terminate());
+        reject(new Error(`the search failed: ${error.message}`));
+      };
+      worker.on("message", onMessage).on("exit", onExit).on("error", onError);
+      worker.ref();
+      worker.postMessage({ ...task, slot });
+    });
+  });
+}
+
+/**
+ * Whether no match of `pattern` can hold a line break or look past the end of its line, so
+ * that searching the whole text at once misses no line. Escapes that never match a line
+ * break are set aside first; anything left that could (\s, \n, \W, [^x], a lookaround) says no.
+ */
+function staysOnOneLine(pattern: string): boolean {
+  const rest = pattern.replace(/\\[bBdwStvf\\^$.*+?()[\]{}|/-]/g, "");
+  return !/\\|\[\^|\(\?<?[=!]|[\x00-\x1f]/.test(rest);
+}
+
+/** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */
+function matchesOnlyAscii(pattern: string): boolean {
+  const rest = pattern.replace(/\\[bBdwtvfnr\\^$.*+?()[\]{}|/-]/g, "");
+  return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
+}
+
+// #endregion search
+
 // #region grep
 // Search is how the model finds the part worth reading, in the project or in a saved result,
-// and it pages its answer as read_file pages lines. The walk leaves out what a project
-// ignores. The search runs in a worker with a time limit: a pattern like (a+)+$ can run for
-// ever on one unlucky line, and a running RegExp cannot be stopped on the main thread.
+// and it pages its answer as read_file pages lines. The files come from s03's walk (what a
+// project ignores is left out) and are searched by s03's search, in worker threads with a time
+// limit; only the paging and the report are this tool's own.
 const GREP_MODES = ["files_with_matches", "content", "count"];
-const NEVER_SEARCHED = new Set([".git", "node_modules", ".agent"]); // unless named in path
-/** How long one search may take. Exported so tests can shorten it. */
-export const GREP_LIMITS = { milliseconds: 10_000 };
 
 const grepTool = defineTool({
   name: "grep",
@@ -942,25 +1185,31 @@ const grepTool = defineTool({
     } catch (error) {
       throw new Error(`${(error as Error).message}; nothing was searched`);
     }
-    const files = filesToSearch(given, params.glob === undefined ? undefined : grepGlobMatcher(String(params.glob)));
-    const search = await searchFiles(pattern, files.map((file) => file.full), mode, limit === 0 ? Infinity : offset + limit);
-    const matched = files.flatMap((file, i) => (search.found[i]?.count ? [{ file: file.shown, ...search.found[i]! }] : []));
+    const walk = filesToSearch(given, String(params.glob ?? "**/*"));
+    const files = walk.files.filter((file) => !inAgentFolder(file.shown, given));
+    // Each file keeps as many lines as the page could need; every match is counted.
+    const search = await searchInWorkers(pattern, files, mode, limit === 0 ? Infinity : offset + limit);
+    const found = search.results;
     const unit = mode === "content" ? "matching lines" : "files";
-    const total = mode === "content" ? matched.reduce((sum, m) => sum + m.count, 0) : matched.length;
+    const total = found.reduce((sum, result) => sum + (result?.count ? (mode === "content" ? result.count : 1) : 0), 0);
     if (offset > 0 && offset >= total) throw new Error(`offset ${offset} is past the end: there are ${total} ${unit}`);
-    const entries = matched.flatMap((m) =>
-      mode === "content" ? m.lines.map(([line, text]) => `${m.file}:${line}: ${text}`) : [mode === "count" ? `${m.file}: ${m.count}` : m.file],
+    const entries = files.flatMap((file, i) =>
+      !found[i]?.count ? [] : mode === "content" ? found[i]!.lines! : [mode === "count" ? `${file.shown}: ${found[i]!.count}` : file.shown],
     );
     const page = entries.slice(offset, limit === 0 ? undefined : offset + limit);
-    const searched = search.found.filter((result) => result && !result.skipped).length;
+    const skipped = files.flatMap((file, i) => {
+      const why = found[i]?.skipped ?? (found[i]?.unreadable ? `unreadable (${found[i]!.unreadable})` : undefined);
+      return why ? [`${file.shown} (${why})`] : [];
+    });
+    const searched = search.searched.filter(Boolean).length - skipped.length;
     const report = page.length > 0 ? [page.join("\n")] : [`No matches for /${pattern}/ in ${given} (${searched} files searched)`];
     if (offset + page.length < total) {
       report.push(`[${unit} ${offset + 1}-${offset + page.length} of ${total}. Next page: offset ${offset + page.length}${params.head_limit === undefined ? "" : `, head_limit ${limit}`}]`);
     }
-    const skipped = search.found.flatMap((result, i) => (result?.skipped ? [`${files[i].shown} (${result.skipped})`] : []));
     if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", …" : ""}]`);
+    report.push(...unreadableNote("folder", walk.unreadable));
     if (search.timedOut) {
-      const done = search.found.filter(Boolean).length;
+      const done = search.searched.filter(Boolean).length;
       report.push(`[stopped after ${GREP_LIMITS.milliseconds / 1000} s with ${done} of ${files.length} files searched: a pattern with nested repetition such as (a+)+ can run for ever on some lines; simplify it, or narrow path or glob]`);
     }
     const text = report.join("\n");
@@ -968,115 +1217,10 @@ const grepTool = defineTool({
   },
 });
 
-type FileMatches = { count: number; lines: [number, string][]; skipped?: string };
-
-/** The regular files to search, sorted by path: `given` itself, or what is under it and not ignored. */
-function filesToSearch(given: string, only?: (relative: string) => boolean): { shown: string; full: string }[] {
-  const [target, root] = [safePath(given), realpathSync(workspace())];
-  const stat = statSync(target, { throwIfNoEntry: false });
-  if (!stat) throw new Error(`${given} does not exist`);
-  const shown = (full: string) => path.relative(root, full).split(path.sep).join("/");
-  if (stat.isFile()) return [{ shown: shown(target), full: target }]; // named outright: searched whatever the rules
-  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
-  const files: { shown: string; full: string }[] = [];
-  // The .gitignore of each folder on the way down has its say, those above `given` included.
-  const ancestors = shown(target) === "" ? [] : shown(target).split("/").map((_, i, parts) => path.join(root, ...parts.slice(0, i)));
-  const visit = (folder: string, rules: { base: string; rules: Ignore }[]) => {
-    try {
-      const entries = readdirSync(folder, { withFileTypes: true });
-      if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) rules = [...rules, gitignoreOf(folder)];
-      for (const entry of entries.filter((entry) => !grepIgnoredBy(rules, folder, entry))) {
-        const full = path.join(folder, entry.name);
-        const relative = path.relative(target, full).split(path.sep).join("/");
-        if (entry.isDirectory() && !NEVER_SEARCHED.has(entry.name)) visit(full, rules);
-        else if (entry.isFile() && (!only || only(relative))) files.push({ shown: shown(full), full });
-      }
-    } catch {} // a folder that cannot be read is left out
-  };
-  visit(target, ancestors.flatMap((folder) => (statSync(path.join(folder, ".gitignore"), { throwIfNoEntry: false })?.isFile() ? [gitignoreOf(folder)] : [])));
-  return files.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0));
-}
-
-const gitignoreOf = (folder: string) => ({ base: folder, rules: ignore().add(readFileSync(path.join(folder, ".gitignore"), "utf8")) });
-const grepIgnoredBy = (levels: { base: string; rules: Ignore }[], folder: string, entry: Dirent) =>
-  levels.some(({ base, rules }) => rules.ignores(path.relative(base, path.join(folder, entry.name)) + (entry.isDirectory() ? "/" : "")));
-
-/**
- * Whether a path matches a glob: `*` and `?` within a name, `**` across folders, `{a,b}`
- * either; a glob with no / looks at the file's name only. The glob becomes one regular
- * expression whose braces are alternatives, never expanded: no glob stands for a million.
- */
-function grepGlobMatcher(glob: string): (relative: string) => boolean {
-  let [source, depth] = ["", 0];
-  for (let i = 0; i < glob.length; i++) {
-    const char = glob[i];
-    if (glob.startsWith("**/", i)) [source, i] = [`${source}(?:.*/)?`, i + 2];
-    else if (glob.startsWith("**", i)) [source, i] = [`${source}.*`, i + 1];
-    else if (char === "*" || char === "?") source += char === "*" ? "[^/]*" : "[^/]";
-    else if (char === "{") [source, depth] = [`${source}(?:`, depth + 1];
-    else if (char === "}" && depth > 0) [source, depth] = [`${source})`, depth - 1];
-    else if (char === "," && depth > 0) source += "|";
-    else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-  }
-  if (depth > 0) throw new Error(`the glob ${glob} opens a { that it does not close`);
-  const regex = new RegExp(`^${source}$`);
-  return (relative) => regex.test(glob.includes("/") ? relative : relative.slice(relative.lastIndexOf("/") + 1));
-}
-
-// Plain JavaScript in a string (eval: true): the worker needs no TypeScript loader. It
-// searches the files in order and keeps the first `keep` matching lines, counting them all.
-const SEARCH_WORKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { readFileSync, statSync } = require("node:fs");
-const { pattern, files, mode, keep, maxBytes, maxLine } = workerData;
-const regex = new RegExp(pattern);
-let kept = 0;
-files.forEach((file, index) => {
-  let bytes;
-  try {
-    if (statSync(file).size > maxBytes) return parentPort.postMessage([index, { skipped: "over 10 MB" }]);
-    bytes = readFileSync(file);
-  } catch (error) {
-    return parentPort.postMessage([index, { skipped: "unreadable (" + (error.code || error.message) + ")" }]);
-  }
-  if (bytes.subarray(0, 8192).includes(0)) return parentPort.postMessage([index, { skipped: "binary" }]);
-  const lines = bytes.toString("utf8").split("\\n");
-  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it starts none
-  const found = { count: 0, lines: [] };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].endsWith("\\r") ? lines[i].slice(0, -1) : lines[i];
-    if (!regex.test(line)) continue;
-    found.count += 1;
-    if (mode === "files_with_matches") break;
-    if (mode === "content" && kept < keep) {
-      kept += 1;
-      found.lines.push([i + 1, line.length > maxLine ? line.slice(0, maxLine) + " [line cut at " + maxLine + " characters]" : line]);
-    }
-  }
-  parentPort.postMessage([index, found]);
-});`;
-
-/** Each file's result, by index (undefined: not searched, time ran out first), and whether it did. */
-function searchFiles(pattern: string, files: string[], mode: string, keep: number): Promise<{ found: (FileMatches | undefined)[]; timedOut: boolean }> {
-  const found: (FileMatches | undefined)[] = new Array(files.length);
-  let timedOut = false;
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(SEARCH_WORKER, { eval: true, workerData: { pattern, files, mode, keep, maxBytes: MAX_FILE_BYTES, maxLine: MAX_LINE } });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      void worker.terminate();
-    }, GREP_LIMITS.milliseconds);
-    worker.on("message", ([index, result]: [number, FileMatches]) => (found[index] = result));
-    worker.on("error", (error) => {
-      clearTimeout(timer);
-      reject(new Error(`the search failed: ${error.message}`));
-    });
-    // "exit" comes after every message the worker sent, whether it finished or was stopped.
-    worker.on("exit", () => {
-      clearTimeout(timer);
-      resolve({ found, timedOut });
-    });
-  });
+/** The agent's own folder (saved results, settings) is searched only when path names it. */
+function inAgentFolder(shown: string, given: string): boolean {
+  const inside = `/${shown}`.includes("/.agent/");
+  return inside && !`/${path.normalize(given)}/`.includes("/.agent/");
 }
 // #endregion grep
 
@@ -1084,7 +1228,6 @@ function searchFiles(pattern: string, files: string[], mode: string, keep: numbe
 // Searches never look into the repository's internals or installed packages, nor into what
 // .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
 const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
-const MAX_PATHS = 100; // paths glob and ls show
 const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
 
 type FoundFile = { shown: string; full: string };
@@ -1346,15 +1489,6 @@ function safeFolder(given: string): string {
 const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
 // Plain code-unit order, not localeCompare: the same on every machine and in every locale.
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-// Left out or null: the default, as optionalInteger treats them.
-const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
-  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
-
-/** At most `max` lines, and how many were left out. */
-function capped(lines: string[], max: number): string {
-  const more = lines.length - max;
-  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
-}
 
 /** A note naming what could not be read, or nothing when all was read. */
 function unreadableNote(what: "file" | "folder", names: string[]): string[] {
@@ -1365,6 +1499,18 @@ function unreadableNote(what: "file" | "folder", names: string[]): string[] {
 // #endregion walk
 
 // #region glob
+const MAX_PATHS = 100; // paths glob and ls show
+
+// Left out or null: the default, as optionalInteger treats them.
+const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
+  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
+
+/** At most `max` lines, and how many were left out. */
+function capped(lines: string[], max: number): string {
+  const more = lines.length - max;
+  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
+}
+
 function glob(input: Record<string, unknown>): string {
   const pattern = requireString(input, "pattern");
   const given = optionalString(input, "path", ".");
@@ -2054,7 +2200,7 @@ const SETTINGS_FILE = ".agent/settings.json";
 type ServerSettings = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeout?: number; trust?: boolean };
 type Settings = { tools?: { toolDiscoveryCommand?: string; toolCallCommand?: string }; mcpServers?: Record<string, ServerSettings> };
 
-const checkSettings = ajv.compile({
+const SETTINGS_SCHEMA = {
   type: "object",
   properties: {
     tools: {
@@ -2078,7 +2224,7 @@ const checkSettings = ajv.compile({
     },
   },
   additionalProperties: false,
-});
+};
 
 /** The settings of the workspace `root`. With a mistake in them, none: one line names the file, the place and the problem. */
 function readSettings(root: string): { settings: Settings; problem?: string } {
@@ -2092,6 +2238,7 @@ function readSettings(root: string): { settings: Settings; problem?: string } {
   } catch (error) {
     return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
   }
+  const checkSettings = validator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
   if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
   return { settings: data as Settings };
 }
@@ -2147,11 +2294,11 @@ interface FoundTool {
 type Found = { source: string; tools: FoundTool[]; problems: string[] };
 
 // A function declaration, as the seed describes them: a name, a description, parameters.
-const checkDeclaration = ajv.compile({
+const DECLARATION_SCHEMA = {
   type: "object",
   properties: { name: { type: "string", minLength: 1 }, description: { type: "string" }, parameters: { type: "object", properties: { type: { const: "object" } }, required: ["type"] } },
   required: ["name"],
-});
+};
 
 /** Run the discovery command; each function declaration it prints becomes a tool that runs the call command. */
 async function toolsFromCommand(discover: string, callCommand: string): Promise<Found> {
@@ -2170,6 +2317,7 @@ async function toolsFromCommand(discover: string, callCommand: string): Promise<
     found.problems.push(`could not list its tools: ${(error as Error).message}`);
     return found;
   }
+  const checkDeclaration = validator().compile(DECLARATION_SCHEMA);
   for (const [i, declaration] of declarations.entries()) {
     if (!checkDeclaration(declaration)) {
       found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], "it")}`);
@@ -2428,13 +2576,14 @@ function freeName(wanted: string): string {
 
 // Schemas written by others: keywords and formats this validator does not know are let
 // through rather than refused (the tool checks its own input too).
-const outsideAjv = new Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false });
+let outsideAjv: Ajv | undefined;
+const outsideValidator = () => (outsideAjv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false }));
 
 /** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
 function outsideTool(name: string, found: FoundTool): AgentTool {
   // `$schema` names a draft the API may not take; the rest is sent as it came.
   const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
-  const validate = outsideAjv.compile(schema);
+  const validate = outsideValidator().compile(schema);
   return {
     name,
     displayName: found.displayName,
@@ -3037,9 +3186,9 @@ function parseSkill(folder: string, file: string): Skill {
   if (!parts) throw new Error('its frontmatter is not closed: no line "---" after it');
   let meta: unknown;
   try {
-    meta = YAML.parse(parts[1] ?? "");
+    meta = (needed("yaml") as typeof import("yaml")).parse(parts[1] ?? "");
   } catch (error) {
-    const where = error instanceof YAML.YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line + 1} of the file)` : "";
+    const where = error instanceof (needed("yaml") as typeof import("yaml")).YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line + 1} of the file)` : "";
     throw new Error(`its frontmatter is not valid YAML${where}: ${(error as Error).message.split(" at line")[0]}`);
   }
   if (meta === null || typeof meta !== "object" || Array.isArray(meta)) throw new Error('its frontmatter is not a set of "key: value" lines');

@@ -3,6 +3,10 @@
 // temporary folder, so it replays its demo offline. Two times count: the first line on the
 // screen, and the end of the replay. `tsx -e ''` and `node -e ''`, run the same way, are the
 // floor: the time to start Node, and Node with the TypeScript loader.
+//
+// tsx keeps what it compiled in TMPDIR, so the runs of one command share a TMPDIR: the first
+// run compiles the stage (a learner's first start), and the runs after it start as every
+// later start does.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -20,9 +24,10 @@ export interface StartTimes {
  * Run `command args` once in a fresh empty folder, timing its first line and its end. With
  * `untilFirstLine`, the run is ended at its first line (its end is then not a figure).
  */
-export function timeStart(command: string, args: string[], { timeoutMs = 60_000, untilFirstLine = false } = {}): Promise<StartTimes> {
+export function timeStart(command: string, args: string[], { timeoutMs = 60_000, untilFirstLine = false, tmp = "" } = {}): Promise<StartTimes> {
   const cwd = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-cwd-"));
-  const tmp = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tmp-"));
+  const ownTmp = tmp === "";
+  if (ownTmp) tmp = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tmp-"));
   const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp };
   for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
   return new Promise((resolve, reject) => {
@@ -43,7 +48,7 @@ export function timeStart(command: string, args: string[], { timeoutMs = 60_000,
       const endMs = performance.now() - started;
       clearTimeout(timer);
       rmSync(cwd, { recursive: true, force: true });
-      rmSync(tmp, { recursive: true, force: true });
+      if (ownTmp) rmSync(tmp, { recursive: true, force: true });
       resolve({ firstLineMs, endMs, code });
     });
   });
