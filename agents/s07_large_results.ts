@@ -880,14 +880,15 @@ type Rules = { base: string; rules: Ignore; byName: boolean; seen: Map<string, b
 /**
  * The files under `folder` that match a glob pattern, named relative to the workspace.
  * `baseNameMatch`: a pattern with no / is matched against the file's name, in every folder.
+ * `onFound` hears of each file as the walk finds it, so a search can start before the walk ends.
  */
-function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean } = {}): Walk {
+function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean; onFound?: (file: FoundFile) => void } = {}): Walk {
   if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
     throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
   }
   const matches = globMatcher(pattern.replace(/^(\.\/)+/, ""));
   const nameOnly = options.baseNameMatch && !pattern.includes("/");
-  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative));
+  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative), options.onFound);
 }
 
 /**
@@ -898,7 +899,7 @@ function findFiles(pattern: string, folder: string, options: { baseNameMatch?: b
  * neither followed nor listed, so a link inside the workspace can never carry a search out of
  * it, and a FIFO or a device is never opened.
  */
-function walkFiles(folder: string, wanted: (relative: string) => boolean): Walk {
+function walkFiles(folder: string, wanted: (relative: string) => boolean, onFound?: (file: FoundFile) => void): Walk {
   const root = realpathSync(workspace());
   const found: Walk = { files: [], unreadable: [] };
   const start = relativeName(root, folder);
@@ -921,7 +922,9 @@ function walkFiles(folder: string, wanted: (relative: string) => boolean): Walk 
       if (entry.isDirectory()) {
         if (!ALWAYS_SKIPPED.has(entry.name) && !ignoredBy(listing.rules, `${name}/`, `${entry.name}/`)) visit(`${full}/${entry.name}`, name, relative, listing.rules);
       } else if (entry.isFile() && !ignoredBy(listing.rules, name, entry.name) && wanted(relative)) {
-        found.files.push({ shown: name, full: `${full}/${entry.name}` });
+        const file = { shown: name, full: `${full}/${entry.name}` };
+        found.files.push(file);
+        onFound?.(file);
       }
     }
   };
@@ -1079,6 +1082,9 @@ function partTokens(part: string, glob: string): Token[] {
   return tokens;
 }
 
+// Outside wildcardMatch on purpose: tsx keeps function names, so a named arrow function costs
+// a property write each time it is made, and wildcardMatch runs for every file of a walk.
+const isWildcard = (token: unknown) => token === STAR || token === GLOBSTAR;
 const matchPart = (tokens: Token[], name: string) =>
   wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
 
@@ -1089,7 +1095,6 @@ const matchPart = (tokens: Token[], name: string) =>
  * is tried, without the exponential search a backtracking regular expression may make.
  */
 function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (token: T, item: U) => boolean): boolean {
-  const isWildcard = (token: T) => (token as unknown) === STAR || (token as unknown) === GLOBSTAR;
   let t = 0;
   let i = 0;
   let lastWildcard = -1;
@@ -1136,51 +1141,89 @@ function unreadableNote(what: "file" | "folder", names: string[]): string[] {
 // #endregion walk
 
 // #region search
-// The search behind grep, from s07 on behind its paging grep too: the files the walk found,
-// searched in worker threads with a time limit.
+// The search behind grep, from s07 on behind its paging grep too: the files the walk finds,
+// searched in worker threads with a time limit while the walk is still finding more.
 
 /**
- * How long one search may take in all (users get 10 s), and how many files make a second
+ * How long one search may take in all (users get 10 s), and how many files make another
  * worker worth starting: a small search runs in one worker, a large one in one per core (at
  * most 4). Exported so tests can change them.
  */
 export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
+const BATCH = 500; // files the walk hands to the workers at a time
 
 /** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
 type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
-/** Per file: its result (undefined: no match), and whether it was searched; the files the search was stuck in. */
-type Search = { results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean };
+/**
+ * A search's answer: the files searched, sorted by path so the same search always answers in
+ * the same order; per file its result (undefined: no match) and whether it was searched; the
+ * files the search was stuck in when time ran out; the folders the walk could not read.
+ */
+type Search = { files: FoundFile[]; results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean; unreadable: string[] };
 
-/** The files to search, sorted by path so the same search always answers in the same order. */
-function filesToSearch(given: string, include: string): Walk {
+/**
+ * Search `given`: a file named outright, or the files under a folder whose name or path
+ * matches `include`. `leaveOut`: files the walk finds that this search passes over.
+ */
+async function searchFiles(given: string, include: string, pattern: string, options: { mode: string; maxResults: number; leaveOut?: (file: FoundFile) => boolean }): Promise<Search> {
   const target = safePath(given);
   if (!existsSync(target)) throw new Error(`${given} does not exist`);
   const stat = statSync(target);
-  // A file named outright is searched even where a skip rule would have left it out.
-  if (stat.isFile()) return { files: [{ shown: relativeName(realpathSync(workspace()), target), full: target }], unreadable: [] };
-  if (!stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
-  // "*.ts" matches in every folder, as grep --include does; "src/**/*.ts" matches paths.
-  const found = findFiles(include, target, { baseNameMatch: true });
-  found.files.sort((a, b) => byName(a.shown, b.shown));
-  return found;
+  if (!stat.isFile() && !stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
+  const search = startSearch(pattern, options.mode, options.maxResults);
+  let files: FoundFile[] = [];
+  let unreadable: string[] = [];
+  if (stat.isFile()) {
+    // A file named outright is searched even where a skip rule would have left it out.
+    files = [{ shown: relativeName(realpathSync(workspace()), target), full: target }];
+    search.add(files);
+  } else {
+    // The workers start on the first files while the walk looks for the rest. "*.ts" matches
+    // in every folder, as grep --include does; "src/**/*.ts" matches paths. The pattern is
+    // checked before the walk starts, so a bad one throws before any worker is busy.
+    let batch: FoundFile[] = [];
+    const onFound = (file: FoundFile) => {
+      if (options.leaveOut?.(file)) return;
+      files.push(file);
+      batch.push(file);
+      if (batch.length === BATCH) {
+        search.add(batch);
+        batch = [];
+      }
+    };
+    unreadable = findFiles(include, target, { baseNameMatch: true, onFound }).unreadable;
+    search.add(batch);
+  }
+  const found = await search.finish();
+  const order = files.map((_, i) => i).sort((a, b) => byName(files[a].shown, files[b].shown));
+  return {
+    files: order.map((i) => files[i]),
+    results: order.map((i) => found.results[i]),
+    searched: order.map((i) => found.searched[i]),
+    stuckIn: found.stuckIn.map((i) => order.indexOf(i)),
+    timedOut: found.timedOut,
+    unreadable,
+  };
 }
 
 // The search runs in worker threads because a pattern with nested repetition, like (a+)+$,
 // can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
-// thread. A worker can be terminated. Workers take the next file from a shared counter, so a
-// large file does not hold up the others, and mark each file done in shared memory: that
-// costs nothing, and when time runs out we know exactly which files were searched. Only a
-// file with matches (or one skipped) sends a message. Starting a worker takes longer than
-// many a search, so workers wait for the next search when they finish; one stopped at the
-// time limit is gone, and a new one takes its place. Plain JavaScript in a string
-// (eval: true) needs no TypeScript loader in the worker.
+// thread. A worker can be terminated. The walk hands the files over in batches as it finds
+// them, and every worker gets every batch: the workers take the next file of a batch from a
+// counter they share, so a large file does not hold up the others, and mark each file done in
+// shared memory: that costs nothing, and when time runs out we know exactly which files were
+// searched. Only a file with matches (or one skipped) sends a message. Starting a worker takes
+// longer than many a search, so workers wait for the next search when they finish; one
+// stopped at the time limit is gone, and a new one takes its place. Plain JavaScript in a
+// string (eval: true) needs no TypeScript loader in the worker.
 //
 // Each file is searched whole, not line by line: one pass of the regular expression over the
 // text finds the lines worth a look, and each of those is tested again on its own, so the
 // answers are exactly those of a line-by-line search. That holds when no match can reach over
-// a line break or look past its line; a pattern that could (\s, [^x], lookarounds) is searched
-// line by line. And when a pattern can match only ASCII characters, the bytes are read as
-// latin1, one character per byte, which is many times faster than decoding UTF-8 and finds
+// a line break or look past its line, so the whole text is searched with a pattern that cannot
+// (see wholeTextPattern); a pattern with a lookaround is searched line by line. And when a
+// pattern can match only ASCII characters, the bytes are read as latin1, one character per
+// byte, which is many times faster than decoding UTF-8 and finds
 // the same lines; only the lines shown are decoded. A pattern that is plain text is looked
 // for in the bytes first (Buffer.indexOf): a file without it is done without decoding at all.
 const SEARCH_WORKER = `
@@ -1191,20 +1234,26 @@ let buffer = Buffer.alloc(65536);
 let task, onLine, inWhole, needle;
 
 parentPort.on("message", (message) => {
-  task = message;
-  onLine = new RegExp(task.pattern);
-  inWhole = task.wholeText ? new RegExp(task.pattern, "gm") : undefined;
-  needle = task.text === undefined ? undefined : Buffer.from(task.text);
-  const { files, next, current, done, slot } = task;
-  for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
-    Atomics.store(current, slot, index);
-    const result = searchFile(files[index], task.names[index]);
-    if (result) parentPort.postMessage([index, result]);
-    Atomics.store(done, index, 1);
+  if (message.type === "search") {
+    task = message;
+    onLine = new RegExp(task.pattern);
+    inWhole = task.whole === undefined ? undefined : new RegExp(task.whole, "gm");
+    needle = task.text === undefined ? undefined : Buffer.from(task.text);
+  } else if (message.type === "batch") {
+    const { files, names, next, done, number, offset } = message;
+    for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
+      Atomics.store(task.current, 2 * task.slot, number);
+      Atomics.store(task.current, 2 * task.slot + 1, index);
+      const result = searchFile(files[index], names[index]);
+      if (result) parentPort.postMessage([offset + index, result]);
+      Atomics.store(done, index, 1);
+    }
+    Atomics.store(task.current, 2 * task.slot, -1);
+  } else {
+    // "end": there are no more files for this search.
+    if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
+    parentPort.postMessage("finished");
   }
-  Atomics.store(current, slot, -1);
-  if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
-  parentPort.postMessage("finished");
 });
 
 function searchFile(file, name) {
@@ -1299,72 +1348,128 @@ function shown(name, number, line) {
 /** Workers waiting for the next search. */
 const idleWorkers: Worker[] = [];
 
-function searchInWorkers(pattern: string, files: FoundFile[], mode: string, maxResults: number): Promise<Search> {
-  if (files.length === 0) return Promise.resolve({ results: [], searched: [], stuckIn: [], timedOut: false });
-  const count = Math.min(Math.ceil(files.length / GREP_LIMITS.filesPerWorker), availableParallelism(), 4);
-  // Shared with the workers: the next file to take, the file each worker is in, the files done.
-  const next = new Int32Array(new SharedArrayBuffer(4));
-  const current = new Int32Array(new SharedArrayBuffer(4 * count)).fill(-1);
-  const done = new Uint8Array(new SharedArrayBuffer(files.length));
-  const wholeText = staysOnOneLine(pattern);
-  const latin1 = wholeText && matchesOnlyAscii(pattern);
+/**
+ * A search in worker threads that takes its files a batch at a time: `add` hands a batch
+ * over (the first one starts a worker, and another joins for every filesPerWorker files, up to
+ * one per core), `finish` says there are no more and waits for the answer, in the order the
+ * files were added. The time limit counts from the first batch.
+ */
+function startSearch(pattern: string, mode: string, maxResults: number) {
+  const most = Math.min(availableParallelism(), 4);
+  const whole = wholeTextPattern(pattern);
+  const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
   // Plain text: no character with a meaning in a pattern (U+FFFD may stand for bytes that are not UTF-8).
   const text = /^[^\\^$.|?*+()[\]{}\uFFFD]*$/.test(pattern) ? pattern : undefined;
-  const task = {
-    pattern, wholeText, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES,
-    files: files.map((file) => file.full),
-    names: files.map((file) => file.shown),
-    next, current, done,
-  };
-  const results: (FileResult | undefined)[] = new Array(files.length);
-  return new Promise((resolve, reject) => {
-    const workers = Array.from({ length: count }, () => idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true }));
-    const busy = new Set(workers);
-    let timedOut = false;
-    const timer = setTimeout(() => {
+  // Shared with the workers: the batch and the file each worker is in, -1 when none.
+  const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
+  const task = { type: "search", pattern, whole, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
+  const batches: { offset: number; done: Uint8Array; message: object }[] = [];
+  const results: (FileResult | undefined)[] = [];
+  const workers: Worker[] = [];
+  const busy = new Set<Worker>();
+  let total = 0;
+  let timedOut = false;
+  let failure: Error | undefined;
+  let whenThrough = () => {};
+  let timer: NodeJS.Timeout | undefined;
+
+  const startWorker = () => {
+    timer ??= setTimeout(() => {
       timedOut = true;
       busy.forEach((worker) => void worker.terminate());
     }, GREP_LIMITS.milliseconds);
-    workers.forEach((worker, slot) => {
-      // A worker is through with this search when it says "finished", or when it has ended
-      // ("exit" comes after every message it sent, whether it finished or was stopped).
-      const through = (again: boolean) => {
-        if (!busy.delete(worker)) return;
-        worker.off("message", onMessage).off("exit", onExit).off("error", onError);
-        if (again && !timedOut) {
-          worker.unref(); // a waiting worker does not keep the program running
-          idleWorkers.push(worker);
-        }
-        if (busy.size > 0) return;
-        clearTimeout(timer);
-        const searched = files.map((_, i) => done[i] === 1 || results[i] !== undefined);
-        resolve({ results, searched, stuckIn: [...current].filter((i) => i >= 0 && !searched[i]), timedOut });
+    const worker = idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true });
+    // A worker is through with this search when it says "finished", or when it has ended
+    // ("exit" comes after every message it sent, whether it finished or was stopped).
+    const through = (again: boolean) => {
+      if (!busy.delete(worker)) return;
+      worker.off("message", onMessage).off("exit", onExit).off("error", onError);
+      if (again && !timedOut) {
+        worker.unref(); // a waiting worker does not keep the program running
+        idleWorkers.push(worker);
+      }
+      if (busy.size === 0) whenThrough();
+    };
+    const onMessage = (message: "finished" | [number, FileResult]) => {
+      if (message === "finished") through(true);
+      else results[message[0]] = message[1];
+    };
+    const onExit = () => through(false);
+    const onError = (error: Error) => {
+      failure = error;
+      busy.forEach((other) => void other.terminate());
+    };
+    worker.on("message", onMessage).on("exit", onExit).on("error", onError);
+    worker.ref();
+    worker.postMessage({ ...task, slot: workers.length });
+    workers.push(worker);
+    busy.add(worker);
+    for (const batch of batches) worker.postMessage(batch.message); // it helps with what is left
+  };
+
+  return {
+    add(files: FoundFile[]) {
+      if (files.length === 0 || timedOut) return;
+      const done = new Uint8Array(new SharedArrayBuffer(files.length));
+      const message = {
+        type: "batch", number: batches.length, offset: total, done, next: new Int32Array(new SharedArrayBuffer(4)),
+        files: files.map((file) => file.full), names: files.map((file) => file.shown),
       };
-      const onMessage = (message: "finished" | [number, FileResult]) => {
-        if (message === "finished") through(true);
-        else results[message[0]] = message[1];
-      };
-      const onExit = () => through(false);
-      const onError = (error: Error) => {
-        clearTimeout(timer);
-        busy.forEach((other) => void other.terminate());
-        reject(new Error(`the search failed: ${error.message}`));
-      };
-      worker.on("message", onMessage).on("exit", onExit).on("error", onError);
-      worker.ref();
-      worker.postMessage({ ...task, slot });
-    });
-  });
+      batches.push({ offset: total, done, message });
+      total += files.length;
+      for (const worker of busy) worker.postMessage(message);
+      while (workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
+    },
+    finish(): Promise<{ results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean }> {
+      return new Promise((resolve, reject) => {
+        whenThrough = () => {
+          clearTimeout(timer);
+          if (failure) return reject(new Error(`the search failed: ${failure.message}`));
+          const searched = batches.flatMap(({ offset, done }) => [...done].map((flag, i) => flag === 1 || results[offset + i] !== undefined));
+          const stuckIn = workers.flatMap((_, slot) => {
+            const [batch, index] = [current[2 * slot], current[2 * slot + 1]];
+            return batch >= 0 && !searched[batches[batch].offset + index] ? [batches[batch].offset + index] : [];
+          });
+          resolve({ results: Array.from({ length: total }, (_, i) => results[i]), searched, stuckIn, timedOut });
+        };
+        if (busy.size === 0) return whenThrough(); // nothing was added, or every worker has stopped
+        for (const worker of busy) worker.postMessage({ type: "end" });
+      });
+    },
+  };
 }
 
 /**
- * Whether no match of `pattern` can hold a line break or look past the end of its line, so
- * that searching the whole text at once misses no line. Escapes that never match a line
- * break are set aside first; anything left that could (\s, \n, \W, [^x], a lookaround) says no.
+ * The pattern to search a whole text with, or undefined when only a line-by-line search can
+ * be trusted. No match of it may reach over a line break, so what could match one is kept
+ * from it: \s, \W and \D become [^\S\n], [^\w\n] and [^\d\n], and [^x] becomes [^x\n]. A line
+ * has no line break, so it matches exactly as before. A lookaround (it may look past its line),
+ * an escape that could stand for a line break (\n, \x0a, \u000a), and \s, \W or \D inside a
+ * [...] leave the pattern to the line-by-line search.
  */
-function staysOnOneLine(pattern: string): boolean {
-  const rest = pattern.replace(/\\[bBdwStvf\\^$.*+?()[\]{}|/-]/g, "");
-  return !/\\|\[\^|\(\?<?[=!]|[\x00-\x1f]/.test(rest);
+function wholeTextPattern(pattern: string): string | undefined {
+  if (/[\x00-\x1f]|\(\?<?[=!]/.test(pattern)) return undefined;
+  const withoutBreak: Record<string, string> = { "\\s": "[^\\S\\n]", "\\W": "[^\\w\\n]", "\\D": "[^\\d\\n]" };
+  let whole = "";
+  let inClass: "" | "[" | "[^" = "";
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] === "\\") {
+      const escape = pattern.slice(i, i + 2);
+      i += 1;
+      if (/^\\[bBdwStvf\\^$.*+?()[\]{}|/-]$/.test(escape)) whole += escape; // never a line break
+      else if (escape in withoutBreak && inClass === "") whole += withoutBreak[escape];
+      else if (escape in withoutBreak && inClass === "[^") whole += escape; // [^\s] is no break either
+      else return undefined;
+    } else if (inClass !== "" && pattern[i] === "]") {
+      whole += inClass === "[^" ? "\\n]" : "]";
+      inClass = "";
+    } else if (inClass === "" && pattern[i] === "[") {
+      inClass = pattern[i + 1] === "^" ? "[^" : "[";
+      whole += inClass;
+      i += inClass.length - 1;
+    } else whole += pattern[i];
+  }
+  return whole;
 }
 
 /** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */
@@ -1372,7 +1477,6 @@ function matchesOnlyAscii(pattern: string): boolean {
   const rest = pattern.replace(/\\[bBdwtvfnr\\^$.*+?()[\]{}|/-]/g, "");
   return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
 }
-
 // #endregion search
 
 // #region grep
@@ -1411,11 +1515,10 @@ const grepTool = defineTool({
     } catch (error) {
       throw new Error(`${(error as Error).message}; nothing was searched`);
     }
-    const walk = filesToSearch(given, String(params.glob ?? "**/*"));
-    const files = walk.files.filter((file) => !inAgentFolder(file.shown, given));
     // Each file keeps as many lines as the page could need; every match is counted.
-    const search = await searchInWorkers(pattern, files, mode, limit === 0 ? Infinity : offset + limit);
-    const found = search.results;
+    const maxResults = limit === 0 ? Infinity : offset + limit;
+    const search = await searchFiles(given, String(params.glob ?? "**/*"), pattern, { mode, maxResults, leaveOut: (file) => inAgentFolder(file.shown, given) });
+    const [files, found] = [search.files, search.results];
     const unit = mode === "content" ? "matching lines" : "files";
     const total = found.reduce((sum, result) => sum + (result?.count ? (mode === "content" ? result.count : 1) : 0), 0);
     if (offset > 0 && offset >= total) throw new Error(`offset ${offset} is past the end: there are ${total} ${unit}`);
@@ -1433,7 +1536,7 @@ const grepTool = defineTool({
       report.push(`[${unit} ${offset + 1}-${offset + page.length} of ${total}. Next page: offset ${offset + page.length}${params.head_limit === undefined ? "" : `, head_limit ${limit}`}]`);
     }
     if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", …" : ""}]`);
-    report.push(...unreadableNote("folder", walk.unreadable));
+    report.push(...unreadableNote("folder", search.unreadable));
     if (search.timedOut) {
       const done = search.searched.filter(Boolean).length;
       report.push(`[stopped after ${GREP_LIMITS.milliseconds / 1000} s with ${done} of ${files.length} files searched: a pattern with nested repetition such as (a+)+ can run for ever on some lines; simplify it, or narrow path or glob]`);

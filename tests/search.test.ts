@@ -227,14 +227,16 @@ describe.each(grepStages)("%s grep", (_stage, file) => {
     expect(await grep({ pattern: "e$", output_mode: "count" })).toBe("ends.txt: 2");
   });
 
-  it("searches line by line a pattern that could reach across lines, so it stays fast on a large file", async () => {
-    // Over the whole text, [^;]*; would scan to the end of the file from every position.
+  it("keeps a pattern that could reach across lines on its line, so it stays fast on a large file", async () => {
+    // Over the whole text, [^;]*; and \s*; would scan to the end of the file from every position.
     const { GREP_LIMITS } = await import(file);
     const limit = GREP_LIMITS.milliseconds;
     GREP_LIMITS.milliseconds = 3000;
     try {
-      files({ "many.txt": "let a = 1\n".repeat(50_000) });
-      expect(await grep({ pattern: "[^;]*;" })).toBe("No matches for /[^;]*;/ in . (1 files searched)");
+      files({ "many.txt": "let a = 1\n".repeat(50_000), "blank.txt": " \n".repeat(50_000) });
+      expect(await grep({ pattern: "[^;]*;" })).toBe("No matches for /[^;]*;/ in . (2 files searched)");
+      expect(await grep({ pattern: "\\s*;" })).toBe("No matches for /\\s*;/ in . (2 files searched)");
+      expect(await grep({ pattern: "[^\\S]*;" })).toBe("No matches for /[^\\S]*;/ in . (2 files searched)");
     } finally {
       GREP_LIMITS.milliseconds = limit;
     }
@@ -309,7 +311,7 @@ describe.each(grepStages)("%s grep", (_stage, file) => {
     const limit = GREP_LIMITS.milliseconds;
     GREP_LIMITS.milliseconds = 500;
     try {
-      // The slow file comes first: one worker is stuck in it while another searches the rest.
+      // One worker is stuck in the slow file while another searches the rest.
       for (let i = 0; i < 100; i++) files({ [`f${String(i).padStart(3, "0")}.txt`]: "aaa\n" });
       files({ "0-slow.txt": `${"a".repeat(40)}b\n` });
       // A first search starts the workers, so all of them are ready when the timed one begins.
@@ -374,6 +376,18 @@ describe.each(await stagesWithTool("glob"))("%s glob", (_stage, file) => {
     const lines = (await glob({ pattern: "*.txt" })).split("\n");
     expect(lines).toHaveLength(101);
     expect(lines[100]).toBe("… and 5 more");
+  });
+
+  it("shows the newest 100 of many, in order, whatever their names, and counts the older ones", async () => {
+    // 150 files whose age has nothing to do with their name (67 and 150 share no factor).
+    const name = (i: number) => `f${String(i).padStart(3, "0")}.txt`;
+    const ages = Array.from({ length: 150 }, (_, i) => (i * 67) % 150);
+    ages.forEach((_, i) => files({ [name(i)]: "" }));
+    ages.forEach((age, i) => utimesSync(name(i), 1_000_000 + age, 1_000_000 + age));
+    const newest = ages.map((age, i) => ({ age, name: name(i) })).sort((a, b) => b.age - a.age);
+    const lines = (await glob({ pattern: "*.txt" })).split("\n");
+    expect(lines.slice(0, 100)).toEqual(newest.slice(0, 100).map((file) => file.name));
+    expect(lines[100]).toBe("… and 50 more");
   });
 
   it("skips .git, node_modules and what .gitignore lists, as grep does", async () => {

@@ -27,7 +27,7 @@ const ALL = 1_000_000_000;
 export const SEARCH_CASES: SearchCase[] = [
   { name: "grep a word", tool: "grep", input: { pattern: "loadConfig", max_results: ALL }, rg: ["--max-filesize", "10M", "-l", "-e", "loadConfig"] },
   { name: "grep a|b, lines", tool: "grep", input: { pattern: "TODO|FIXME", output_mode: "content", max_results: ALL }, rg: ["--max-filesize", "10M", "-n", "-e", "TODO|FIXME"] },
-  { name: "grep \\s\\w+, line by line", tool: "grep", input: { pattern: "function\\s+\\w+Config", max_results: ALL }, rg: ["--max-filesize", "10M", "-l", "-e", "function\\s+\\w+Config"] },
+  { name: "grep \\s\\w+, may span lines", tool: "grep", input: { pattern: "function\\s+\\w+Config", max_results: ALL }, rg: ["--max-filesize", "10M", "-l", "-e", "function\\s+\\w+Config"] },
   { name: "grep *.ts, counts", tool: "grep", input: { pattern: "timeout", include: "*.ts", output_mode: "count", max_results: ALL }, rg: ["--max-filesize", "10M", "-c", "-g", "*.ts", "-e", "timeout"] },
   { name: "grep Japanese text", tool: "grep", input: { pattern: "設定を読み込む", max_results: ALL }, rg: ["--max-filesize", "10M", "-l", "-e", "設定を読み込む"] },
   { name: "glob **/*.ts", tool: "glob", input: { pattern: "**/*.ts" }, rg: ["--files", "-g", "*.ts"] },
