@@ -993,8 +993,9 @@ async function searchFiles(given: string, include: string, pattern: string, opti
 // (see wholeTextPattern); a pattern with a lookaround is searched line by line. And when a
 // pattern can match only ASCII characters, the bytes are read as latin1, one character per
 // byte, which is many times faster than decoding UTF-8 and finds
-// the same lines; only the lines shown are decoded. A pattern that is plain text is looked
-// for in the bytes first (Buffer.indexOf): a file without it is done without decoding at all.
+// the same lines; only the lines shown are decoded. Plain text that every match must hold
+// (function in function\s+\w+) is looked for in the bytes first (Buffer.indexOf): a file
+// without it is done without decoding at all.
 const SEARCH_WORKER = `
 const { parentPort } = require("node:worker_threads");
 const { isAscii } = require("node:buffer");
@@ -1127,8 +1128,7 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
   const most = Math.min(availableParallelism(), 4);
   const whole = wholeTextPattern(pattern);
   const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
-  // Plain text: no character with a meaning in a pattern (U+FFFD may stand for bytes that are not UTF-8).
-  const text = /^[^\\^$.|?*+()[\]{}\uFFFD]*$/.test(pattern) ? pattern : undefined;
+  const text = requiredText(pattern);
   // Shared with the workers: the batch and the file each worker is in, -1 when none.
   const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
   const task = { type: "search", pattern, whole, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
@@ -1239,6 +1239,22 @@ function wholeTextPattern(pattern: string): string | undefined {
     } else whole += pattern[i];
   }
   return whole;
+}
+
+/**
+ * Plain text that every match of `pattern` holds, or undefined. With a | or a group, which
+ * may leave any part out, or {n,m}, none is sought. Otherwise it is the longest run of plain
+ * characters: [...] and escapes stand for one of several characters, so they end a run; so
+ * do . ^ $ and +, and a ? or * takes away the character before it. (U+FFFD may stand for
+ * bytes that are not UTF-8, so a pattern with it has none.)
+ */
+function requiredText(pattern: string): string | undefined {
+  if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
+  let longest = "";
+  for (const piece of pattern.split(/\[(?:\\.|[^\]\\])*\]|\\[\s\S]/)) {
+    for (const run of piece.split(/[^]?[?*]|[.^$+]/)) if (run.length > longest.length) longest = run;
+  }
+  return longest || undefined;
 }
 
 /** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */

@@ -242,6 +242,18 @@ describe.each(grepStages)("%s grep", (_stage, file) => {
     }
   });
 
+  it("looks for the plain text a pattern needs before decoding, and never for text it may do without", async () => {
+    // Each file holds a match only if the optional part is left out, or repeated.
+    files({ "color.txt": "color\n", "ac.txt": "ac\n", "xxy.txt": "xxy\n", "def.txt": "def\n", "dot.txt": "a.b\n", "none.txt": "colour-less\n" });
+    const found = async (pattern: string) => (await grep({ pattern })).split("\n");
+    expect(await found("colou?r")).toEqual(["color.txt", "none.txt"]);
+    expect(await found("ab*c")).toEqual(["ac.txt"]);
+    expect(await found("x+y")).toEqual(["xxy.txt"]);
+    expect(await found("[abc]?def")).toEqual(["def.txt"]);
+    expect(await found("a\\.b")).toEqual(["dot.txt"]);
+    expect(await found("colou?r-less$")).toEqual(["none.txt"]);
+  });
+
   it("finds and shows non-ASCII text whole, with the right line numbers", async () => {
     files({ "ja.md": "# 設定\n\n設定を読み込む config\ncafé au lait\n", "plain.txt": "config\n" });
     expect(await grep({ pattern: "config", output_mode: "content" })).toBe("ja.md:3: 設定を読み込む config\nplain.txt:1: config");
