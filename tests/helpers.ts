@@ -2,7 +2,7 @@
 // the real stage program spawned as a learner would run it, and a loopback stand-in for
 // the model's API that answers through the same replay engine as everything else.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -170,6 +170,21 @@ export interface RunResult {
   stderr: string;
 }
 
+// tsx keeps what it compiles in TMPDIR/tsx-<uid>, and the tests give each program they start
+// a TMPDIR of its own, so that nothing it makes lands outside the test's folder. The program
+// would then compile the stage and everything it imports again, every time: about half a
+// second of processor for each program a test starts. So that folder is a link to one cache
+// that every test shares. (A cache file read half-written is compiled again, not trusted.)
+const COMPILED_CODE = path.join(os.tmpdir(), `workbook-tests-tsx-${process.geteuid?.() ?? os.userInfo().username}`);
+
+/** `env` with TMPDIR set to `tmpdir`, whose tsx cache is the tests' shared one. */
+export function withTmpdir(env: Record<string, string | undefined>, tmpdir: string): Record<string, string | undefined> {
+  const link = path.join(tmpdir, `tsx-${process.geteuid?.() ?? os.userInfo().username}`);
+  mkdirSync(COMPILED_CODE, { recursive: true });
+  if (!existsSync(link)) symlinkSync(COMPILED_CODE, link);
+  return { ...env, TMPDIR: tmpdir };
+}
+
 /**
  * Run a stage as a learner would (`npx tsx agents/sNN.ts ...`), in `cwd`, with no key
  * unless `env` gives one, and `input` typed on stdin (then end of input). The system's
@@ -179,7 +194,7 @@ export function runStage(
   stage: string,
   options: { args?: string[]; input?: string; env?: Record<string, string>; cwd: string; tmpdir?: string; timeoutMs?: number },
 ): Promise<RunResult> {
-  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: options.tmpdir ?? options.cwd };
+  const env = withTmpdir(process.env, options.tmpdir ?? options.cwd);
   for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
   Object.assign(env, options.env);
   return new Promise((resolve, reject) => {
@@ -269,7 +284,7 @@ export function runInTerminal(
   stage: string,
   options: { env?: Record<string, string>; cwd: string; steps: { when: RegExp; keys: string }[]; timeoutMs?: number },
 ): Promise<RunResult> {
-  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: options.cwd, TERM: "dumb" };
+  const env = withTmpdir({ ...process.env, TERM: "dumb" }, options.cwd);
   for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
   Object.assign(env, options.env);
   const command = `node --import ${TSX_LOADER} ${stageFile(stage)}; echo "[exit $?]"`;

@@ -17,7 +17,7 @@ import { runProgram, type StageProgram } from "../lib/program.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { runStageWith } from "../scripts/stage-args.ts";
 import {
-  eventually, isRunning, TSX_LOADER, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace,
+  eventually, isRunning, TSX_LOADER, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace, withTmpdir,
 } from "./helpers.ts";
 
 const KEY = "sk-ant-test-0123456789abcdef";
@@ -382,7 +382,7 @@ describe("what only a real process shows", () => {
   it("output piped into a reader that stops early (| head) ends the program quietly", async () => {
     const child = spawn(process.execPath, ["--import", TSX_LOADER, s01], {
       cwd: workspace.dir,
-      env: { ...process.env, ANTHROPIC_API_KEY: "", TMPDIR: workspace.dir },
+      env: withTmpdir({ ...process.env, ANTHROPIC_API_KEY: "" }, workspace.dir),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
@@ -399,7 +399,7 @@ describe("what only a real process shows", () => {
     );
     const child = spawn(process.execPath, ["--import", TSX_LOADER, stageFile("s02")], {
       cwd: workspace.dir,
-      env: { ...process.env, ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url, TMPDIR: workspace.dir },
+      env: withTmpdir({ ...process.env, ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url }, workspace.dir),
       stdio: ["pipe", "pipe", "pipe"],
     });
     try {
