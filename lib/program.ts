@@ -118,6 +118,7 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
     const term = process.stdin.isTTY ? lineTerminal() : nobody;
     useTerminal(toolsTerminal(term));
     const ok = await runTurn(program, history, prompt);
+    if (ok) recording?.turnEnded();
     term.close();
     return ok ? 0 : 1;
   }
@@ -139,6 +140,7 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
     }
     recording?.prompt(prompt);
     lastTurnOk = await runTurn(program, history, prompt);
+    if (lastTurnOk) recording?.turnEnded();
   }
   term.close();
   return lastTurnOk ? 0 : 1;

@@ -15,6 +15,8 @@ import type { Terminal } from "./terminal.ts";
 export interface Recording {
   /** Note a prompt the person typed at the stage's prompt. */
   prompt(text: string): void;
+  /** Note that the turn of the last prompt ended as it should (no error, no Ctrl-C). */
+  turnEnded(): void;
   /** A terminal that notes each answer the person gives to a tool's question. */
   wrap(term: Terminal): Terminal;
   /** Stop watching the model's requests. */
@@ -24,7 +26,7 @@ export interface Recording {
 }
 
 export function startRecording(apiKey: string): Recording {
-  const prompts: { text: string; firstReply: number }[] = [];
+  const prompts: { text: string; firstReply: number; ended: boolean }[] = [];
   const answers: { text: string; afterReply: number }[] = [];
   const replies: Message[] = [];
   const realFetch = globalThis.fetch;
@@ -39,7 +41,8 @@ export function startRecording(apiKey: string): Recording {
   };
 
   return {
-    prompt: (text) => prompts.push({ text, firstReply: replies.length }),
+    prompt: (text) => prompts.push({ text, firstReply: replies.length, ended: false }),
+    turnEnded: () => void (prompts.at(-1)!.ended = true),
     wrap: (term) => ({
       hasPerson: term.hasPerson,
       close: () => term.close(),
@@ -68,21 +71,16 @@ export function startRecording(apiKey: string): Recording {
 
 /**
  * Keep the turns up to the first one cut short (by an error, or Ctrl-C): it would not replay.
- * A whole turn ends with a reply that asks for no tool. Replies before it may end a
- * conversation of their own (s10: a subagent's last answer); those are counted as sideTurns.
+ * The program says which turns ended; the replies cannot tell, since a reply that asks for no
+ * tool may end a conversation of its own inside the turn (s10: a subagent's last answer), and
+ * the turn may fail after it. Those replies are counted as sideTurns.
  */
 function completeTurns(
-  prompts: { text: string; firstReply: number }[],
+  prompts: { text: string; firstReply: number; ended: boolean }[],
   replies: Message[],
 ): Pick<Scenario, "prompts" | "replies" | "sideTurns"> {
   let kept = 0;
-  for (const [i, { firstReply }] of prompts.entries()) {
-    const end = prompts[i + 1]?.firstReply ?? replies.length;
-    const turn = replies.slice(firstReply, end);
-    const whole = turn.length > 0 && turn.at(-1)!.stop_reason !== "tool_use";
-    if (!whole) break;
-    kept = i + 1;
-  }
+  while (kept < prompts.length && prompts[kept].ended) kept += 1;
   const lastReply = prompts[kept]?.firstReply ?? replies.length;
   const saved = replies.slice(0, lastReply);
   const sideTurns = saved.filter((r) => r.stop_reason !== "tool_use").length - kept;

@@ -299,6 +299,21 @@ describe("record mode", () => {
     expect(JSON.parse(readFileSync(file, "utf8")).prompts).toEqual(["one"]);
   });
 
+  it("never saves a turn that failed after a subagent's answer: the program says when a turn ended, not its last reply", async () => {
+    provider([reply.text("the subagent's answer"), { status: 401 }]);
+    const file = path.join(workspace.dir, "cut.json");
+    // A turn that runs a conversation of its own first, as s10's task does, then fails.
+    const agentLoop = async (history: MessageParam[]) => {
+      await s01Loop([{ role: "user", content: "look into it" }]);
+      await s01Loop(history);
+    };
+    const program: StageProgram = { stage: "s01", title: "The Agent Loop", agentLoop, hasKey: true, args: ["--record", file] };
+    const { value, output } = await onScreen("one\n", () => runProgram(program));
+    expect(value).toBe(1);
+    expect(output).toContain("Nothing to save: the session had no complete turn.");
+    expect(existsSync(file)).toBe(false);
+  });
+
   it("never overwrites an existing scenario", async () => {
     const file = path.join(workspace.dir, "taken.json");
     writeFileSync(file, "precious");
