@@ -47,6 +47,13 @@ function progress(text: string): void {
 }
 
 const started = performance.now();
+// Where the time goes, part by part: the bench has a time limit of its own.
+const partsMs: Record<string, number> = {};
+let partStarted = started;
+const partDone = (part: string) => {
+  partsMs[part] = performance.now() - partStarted;
+  partStarted = performance.now();
+};
 const stages = existingStages();
 const modules = new Map<string, StageModule>();
 for (const [id, name] of stages) modules.set(id, (await import(pathToFileURL(path.join(AGENTS_DIR, name)).href)) as StageModule);
@@ -65,6 +72,7 @@ if (searchStages.length > 0) {
   try {
     progress("search: generating the tree of 20,000 files ...");
     tree = { ...generateTree(root, { seed: SEED }), seed: SEED };
+    partDone("the tree");
     const home = process.cwd();
     process.chdir(root); // the tools' workspace is the working directory
     try {
@@ -119,6 +127,8 @@ if (searchStages.length > 0) {
   }
 }
 
+partDone("search");
+
 // 2. Start -------------------------------------------------------------------------------
 const tsx = path.join(REPO_ROOT, "node_modules", ".bin", "tsx");
 // Each command's runs share one TMPDIR, where tsx keeps what it compiled. The first run goes to
@@ -152,6 +162,8 @@ for (const [id, name] of stages) {
   startRows.push({ stage: id, ...times, ratio: times.firstLineMs === null ? null : times.firstLineMs / tsxBase.endMs });
 }
 
+partDone("start");
+
 // 3 and 4. Edit versus write, context per demo -------------------------------------------
 const edits: EditRow[] = [];
 const context: ContextRow[] = [];
@@ -163,11 +175,14 @@ for (const [id] of stages) {
   context.push({ stage: id, ...(await demoContext(id, stage)) });
 }
 
+partDone("context");
+
 // 5. The test suite ----------------------------------------------------------------------
 let tests: BenchResults["tests"] = null;
 if (!args.includes("--skip-tests")) {
   progress("tests: npm test (once) ...");
   tests = await runTests();
+  partDone("npm test");
 }
 
 const measured: Omit<BenchResults, "targets"> = {
@@ -188,6 +203,7 @@ const measured: Omit<BenchResults, "targets"> = {
   context,
   tests,
   benchMs: performance.now() - started,
+  partsMs,
 };
 const results: BenchResults = { ...measured, targets: targetsOf(measured) };
 progress("");

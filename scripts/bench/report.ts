@@ -65,6 +65,8 @@ export interface BenchResults {
   context: ContextRow[];
   tests: { ms: number; code: number | null; summary: string } | null;
   benchMs: number;
+  /** Where the bench's time went, part by part (milliseconds). */
+  partsMs?: Record<string, number>;
   targets: Target[];
 }
 
@@ -168,7 +170,8 @@ export function formatResults(results: BenchResults): string {
     );
   }
   if (results.tests) parts.push(`\nnpm test: ${seconds(results.tests.ms)}, exit ${results.tests.code}${results.tests.summary ? `: ${results.tests.summary}` : ""}`);
-  parts.push(`\nTargets (the bench took ${seconds(results.benchMs)})`);
+  const where = Object.entries(results.partsMs ?? {}).map(([part, ms]) => `${part} ${seconds(ms)}`);
+  parts.push(`\nTargets (the bench took ${seconds(results.benchMs)}${where.length > 0 ? `: ${where.join(", ")}` : ""})`);
   parts.push(table(["target", "measured", "limit", ""], results.targets.map((target) => [target.name, target.measured, target.limit, verdict(target.met)])));
   return parts.join("\n");
 }
