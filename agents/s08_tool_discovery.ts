@@ -1282,13 +1282,12 @@ export async function prepareReplay(scenario: Scenario): Promise<void> {
 
 function writeDemoSettings(): void {
   const fixtures = path.join(import.meta.dirname, "..", "fixtures", "s08");
-  const tsx = import.meta.resolve("tsx"); // run TypeScript with node, from any folder
-  const projectTools = [process.execPath, "--import", tsx, path.join(fixtures, "project-tools.ts")];
+  const projectTools = [process.execPath, path.join(fixtures, "project-tools.mjs")];
   const shell = (words: string[]) => words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(" ");
   const settings: Settings = {
     tools: { toolDiscoveryCommand: `${shell(projectTools)} list`, toolCallCommand: `${shell(projectTools)} call` },
     mcpServers: {
-      docs: { command: process.execPath, args: ["--import", tsx, path.join(fixtures, "docs-server.ts")], trust: true },
+      docs: { command: process.execPath, args: [path.join(fixtures, "docs-server.mjs")], trust: true },
       tickets: { command: "./bin/tickets-mcp", args: ["--stdio"] }, // not installed here: it cannot start
     },
   };

@@ -234,7 +234,7 @@ export default defineExercise({
       ),
       hints: [
         say("Run your copy: npx tsx workshop/s08.ts, and read the [tools] lines before the prompt.", "コピーを動かして、プロンプトの前の [tools] の行を読みます: npx tsx workshop/s08.ts"),
-        say("The demo's discovery command and call command are fixtures/s08/project-tools.ts, run with node and tsx: list prints the declaration of bump_version, call runs it.", "デモの発見コマンドと呼び出しコマンドは fixtures/s08/project-tools.ts を node と tsx で動かしたものです。list は bump_version の宣言を出力し、call はそれを実行します。"),
+        say("The demo's discovery command and call command are fixtures/s08/project-tools.mjs, run with node: list prints the declaration of bump_version, call runs it.", "デモの発見コマンドと呼び出しコマンドは fixtures/s08/project-tools.mjs を node で動かしたものです。list は bump_version の宣言を出力し、call はそれを実行します。"),
         say("If the checks above pass and this one fails, compare the message with the demo's description in fixtures/s08/demo.json.", "ここまでのチェックが通ってこれだけ失敗するなら、メッセージを fixtures/s08/demo.json のデモの説明と比べてみてください。"),
       ],
       async check(t) {

@@ -12,13 +12,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import {
-  eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, toolResults, TSX_LOADER, usePrinted, useReplay, useWorkspace,
+  eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
 
 // S08_FILE: a changed copy of the stage (agents/.s08-*.ts), to see a test fail when a mechanism is broken.
 const FILE = process.env.S08_FILE ?? stageFile("s08");
-const DOCS_SERVER = path.join(REPO_ROOT, "fixtures", "s08", "docs-server.ts");
-const node = (script: string, ...args: string[]) => ({ command: process.execPath, args: ["--import", TSX_LOADER, script, ...args] });
+const DOCS_SERVER = path.join(REPO_ROOT, "fixtures", "s08", "docs-server.mjs");
+const node = (script: string, ...args: string[]) => ({ command: process.execPath, args: [script, ...args] });
 
 type Terminal = typeof import("../lib/terminal.ts");
 type Report = { tools: string[]; problems: string[] };
