@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { regionsOf } from "../lib/regions.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { replayScenario } from "../lib/session.ts";
 import {
@@ -337,6 +338,11 @@ describe("s07 read_file pages", () => {
 });
 
 describe("s07 grep", () => {
+  it("walks and searches with s03's regions, word for word, as the page says", () => {
+    const [ours, s03] = [regionsOf(readFileSync(FILE, "utf8")), regionsOf(readFileSync(stageFile("s03"), "utf8"))];
+    for (const region of ["walk", "search"]) expect(ours.get(region), region).toBe(s03.get(region));
+  });
+
   useWorkspace();
   usePrinted();
   const outside = useOutside();
