@@ -987,6 +987,8 @@ function verdictByName(level: Rules[number], name: string): boolean | undefined 
  * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
  */
 function globMatcher(glob: string): (relative: string) => boolean {
+  // "**/*", grep's include when none is given, matches every path: there is nothing to test.
+  if (glob === "**/*" || glob === "**") return () => true;
   const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
     pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
   );
@@ -1226,7 +1228,9 @@ async function searchFiles(given: string, include: string, pattern: string, opti
 // byte, which is many times faster than decoding UTF-8 and finds
 // the same lines; only the lines shown are decoded. Plain text that every match must hold
 // (function in function\s+\w+) is looked for in the bytes first (Buffer.indexOf): a file
-// without it is done without decoding at all.
+// without it is done without decoding at all. And a pattern that is nothing but plain text is
+// searched in the bytes alone: UTF-8 text holds a word exactly where its bytes hold the word's
+// bytes, so only the lines shown are ever decoded.
 const SEARCH_WORKER = `
 const { parentPort } = require("node:worker_threads");
 const { isAscii } = require("node:buffer");
@@ -1268,7 +1272,7 @@ function searchFile(file, name) {
   const nul = bytes.indexOf(0);
   if (nul !== -1 && nul < 8192) return { skipped: "binary" };
   if (needle && bytes.indexOf(needle) === -1) return undefined;
-  const found = inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
+  const found = task.plain ? searchBytes(bytes, name) : inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
   return found.count > 0 ? found : undefined;
 }
 
@@ -1323,6 +1327,26 @@ function searchWhole(bytes, name) {
   return found;
 }
 
+function searchBytes(bytes, name) {
+  const found = { count: 0, lines: [] };
+  let lineNumber = 1;
+  let counted = 0;
+  for (let at = bytes.indexOf(needle); at !== -1; ) {
+    const start = at === 0 ? 0 : bytes.lastIndexOf(10, at - 1) + 1;
+    let end = bytes.indexOf(10, at);
+    if (end === -1) end = bytes.length;
+    found.count += 1;
+    if (task.mode === "files_with_matches") break;
+    if (task.mode === "content" && found.lines.length < task.maxResults) {
+      for (let nl = bytes.indexOf(10, counted); nl !== -1 && nl < start; nl = bytes.indexOf(10, nl + 1)) lineNumber += 1;
+      counted = start;
+      found.lines.push(shown(name, lineNumber, withoutCR(bytes.toString("utf8", start, end))));
+    }
+    at = bytes.indexOf(needle, end + 1); // a line counts once, however often it holds the text
+  }
+  return found;
+}
+
 function searchLines(text, name) {
   const found = { count: 0, lines: [] };
   const lines = text.split("\\n");
@@ -1351,18 +1375,20 @@ const idleWorkers: Worker[] = [];
 
 /**
  * A search in worker threads that takes its files a batch at a time: `add` hands a batch
- * over (the first one starts a worker, and another joins for every filesPerWorker files, up to
- * one per core), `finish` says there are no more and waits for the answer, in the order the
- * files were added. The time limit counts from the first batch.
+ * over, `finish` says there are no more and waits for the answer, in the order the files were
+ * added. The time limit counts from the first batch. One worker searches while the walk goes
+ * on, since the walk keeps a core busy too; when it is done, another joins for every
+ * filesPerWorker files, up to one per core, and they share what is left.
  */
 function startSearch(pattern: string, mode: string, maxResults: number) {
   const most = Math.min(availableParallelism(), 4);
   const whole = wholeTextPattern(pattern);
   const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
   const text = requiredText(pattern);
+  const plain = text === pattern && !/[\x00-\x1f]/.test(pattern); // a line break in it could never match a line
   // Shared with the workers: the batch and the file each worker is in, -1 when none.
   const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
-  const task = { type: "search", pattern, whole, latin1, text, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
+  const task = { type: "search", pattern, whole, latin1, text, plain, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
   const batches: { offset: number; done: Uint8Array; message: object }[] = [];
   const results: (FileResult | undefined)[] = [];
   const workers: Worker[] = [];
@@ -1418,7 +1444,7 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
       batches.push({ offset: total, done, message });
       total += files.length;
       for (const worker of busy) worker.postMessage(message);
-      while (workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
+      if (workers.length === 0) startWorker();
     },
     finish(): Promise<{ results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean }> {
       return new Promise((resolve, reject) => {
@@ -1433,6 +1459,7 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
           resolve({ results: Array.from({ length: total }, (_, i) => results[i]), searched, stuckIn, timedOut });
         };
         if (busy.size === 0) return whenThrough(); // nothing was added, or every worker has stopped
+        while (workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
         for (const worker of busy) worker.postMessage({ type: "end" });
       });
     },

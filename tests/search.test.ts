@@ -98,6 +98,13 @@ describe.each(grepStages)("%s grep", (_stage, file) => {
     expect(await grep({ pattern: "x", output_mode: "count" })).toBe("a.txt: 2\nb.txt: 1");
   });
 
+  it("counts and shows a line once, however often it holds the text, in ASCII and in Japanese", async () => {
+    files({ "a.txt": "hit hit\nmiss\nhit\n", "ja.txt": "設定と設定\n設定\n" });
+    expect(await grep({ pattern: "hit", output_mode: "count" })).toBe("a.txt: 2");
+    expect(await grep({ pattern: "hit", output_mode: "content" })).toBe("a.txt:1: hit hit\na.txt:3: hit");
+    expect(await grep({ pattern: "設定", output_mode: "content" })).toBe("ja.txt:1: 設定と設定\nja.txt:2: 設定");
+  });
+
   it("refuses an unknown output_mode, and a max_results that is not a whole number, naming it", async () => {
     await expect(grep({ pattern: "x", output_mode: "lines" })).rejects.toThrow(/output_mode must be one of files_with_matches, content, count/);
     for (const wrong of [0, -1, 2.5, "10", {}]) {
