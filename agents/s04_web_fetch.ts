@@ -1118,7 +1118,7 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
           resolve({ results: Array.from({ length: total }, (_, i) => results[i]), searched, stuckIn, timedOut });
         };
         if (busy.size === 0) return whenThrough(); // nothing was added, or every worker has stopped
-        while (workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
+        while (!timedOut && workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
         for (const worker of busy) worker.postMessage({ type: "end" });
       });
     },
