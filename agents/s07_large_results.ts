@@ -987,8 +987,6 @@ function verdictByName(level: Rules[number], name: string): boolean | undefined 
  * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
  */
 function globMatcher(glob: string): (relative: string) => boolean {
-  // "**/*", grep's include when none is given, matches every path: there is nothing to test.
-  if (glob === "**/*" || glob === "**") return () => true;
   const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
     pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
   );
@@ -1508,9 +1506,11 @@ function wholeTextPattern(pattern: string): string | undefined {
  */
 function requiredText(pattern: string): string | undefined {
   if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
+  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\[\s\S]/; // [...], or \ and the character after it
+  const notPlain = /[\s\S]?[?*]|[.^$+]/; // a character with ? or * after it; . ^ $ +
   let longest = "";
-  for (const piece of pattern.split(/\[(?:\\.|[^\]\\])*\]|\\[\s\S]/)) {
-    for (const run of piece.split(/[^]?[?*]|[.^$+]/)) if (run.length > longest.length) longest = run;
+  for (const piece of pattern.split(oneOfSeveral)) {
+    for (const run of piece.split(notPlain)) if (run.length > longest.length) longest = run;
   }
   return longest || undefined;
 }

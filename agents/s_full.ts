@@ -1275,9 +1275,11 @@ function wholeTextPattern(pattern: string): string | undefined {
  */
 function requiredText(pattern: string): string | undefined {
   if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
+  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\[\s\S]/; // [...], or \ and the character after it
+  const notPlain = /[\s\S]?[?*]|[.^$+]/; // a character with ? or * after it; . ^ $ +
   let longest = "";
-  for (const piece of pattern.split(/\[(?:\\.|[^\]\\])*\]|\\[\s\S]/)) {
-    for (const run of piece.split(/[^]?[?*]|[.^$+]/)) if (run.length > longest.length) longest = run;
+  for (const piece of pattern.split(oneOfSeveral)) {
+    for (const run of piece.split(notPlain)) if (run.length > longest.length) longest = run;
   }
   return longest || undefined;
 }
@@ -1489,8 +1491,6 @@ function verdictByName(level: Rules[number], name: string): boolean | undefined 
  * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
  */
 function globMatcher(glob: string): (relative: string) => boolean {
-  // "**/*", grep's include when none is given, matches every path: there is nothing to test.
-  if (glob === "**/*" || glob === "**") return () => true;
   const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
     pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
   );
@@ -1669,7 +1669,8 @@ function glob(input: Record<string, unknown>): string {
   });
   // Only the newest MAX_PATHS are shown, so only the files as new as the hundredth newest are
   // put in order; the older ones are only counted. A large tree costs a sort of numbers.
-  const cutoff = Float64Array.from(dated, (file) => file.mtime).sort()[Math.max(0, dated.length - MAX_PATHS)];
+  const times = Float64Array.from(dated, (file) => file.mtime).sort(); // oldest first
+  const cutoff = times[Math.max(0, times.length - MAX_PATHS)]; // the hundredth newest
   const newest = dated.filter((file) => file.mtime >= cutoff).sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
   const older = dated.filter((file) => file.mtime < cutoff);
   const listing = dated.length > 0 ? capped([...newest, ...older].map((file) => file.shown), MAX_PATHS) : `No files match ${pattern} in ${given}`;

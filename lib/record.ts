@@ -42,7 +42,9 @@ export function startRecording(apiKey: string): Recording {
 
   return {
     prompt: (text) => prompts.push({ text, firstReply: replies.length, ended: false }),
-    turnEnded: () => void (prompts.at(-1)!.ended = true),
+    turnEnded() {
+      prompts[prompts.length - 1].ended = true;
+    },
     wrap: (term) => ({
       hasPerson: term.hasPerson,
       close: () => term.close(),

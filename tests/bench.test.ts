@@ -162,6 +162,8 @@ describe("the bench's figures", () => {
     const printed = formatResults({ ...base(), targets: targetsOf(base()) });
     for (const heading of ["Search:", "Start", "Changing one line", "Context per demo", "npm test:", "Targets"]) expect(printed).toContain(heading);
     expect(printed).toContain("grep within 2x ripgrep");
+    const parts = { ...base(), partsMs: { search: 45_800, "npm test": 65_700 } };
+    expect(formatResults({ ...parts, targets: targetsOf(parts) })).toContain("Targets (the bench took 120.0 s: search 45.8 s, npm test 65.7 s)");
   });
 
   it("makes the edit a one-line change of a 1,000-line file", () => {

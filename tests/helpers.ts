@@ -175,11 +175,12 @@ export interface RunResult {
 // would then compile the stage and everything it imports again, every time: about half a
 // second of processor for each program a test starts. So that folder is a link to one cache
 // that every test shares. (A cache file read half-written is compiled again, not trusted.)
-const COMPILED_CODE = path.join(os.tmpdir(), `workbook-tests-tsx-${process.geteuid?.() ?? os.userInfo().username}`);
+const TSX_CACHE = `tsx-${process.geteuid?.() ?? os.userInfo().username}`; // tsx's own name for it
+const COMPILED_CODE = path.join(os.tmpdir(), `workbook-tests-${TSX_CACHE}`);
 
 /** `env` with TMPDIR set to `tmpdir`, whose tsx cache is the tests' shared one. */
 export function withTmpdir(env: Record<string, string | undefined>, tmpdir: string): Record<string, string | undefined> {
-  const link = path.join(tmpdir, `tsx-${process.geteuid?.() ?? os.userInfo().username}`);
+  const link = path.join(tmpdir, TSX_CACHE);
   mkdirSync(COMPILED_CODE, { recursive: true });
   if (!existsSync(link)) symlinkSync(COMPILED_CODE, link);
   return { ...env, TMPDIR: tmpdir };

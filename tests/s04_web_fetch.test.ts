@@ -457,13 +457,7 @@ describe.each(stages)("%s web_fetch", (_id, file) => {
       if (route === "endless") {
         // No content-length, and it never ends: only the reader's cap can stop it.
         res.writeHead(200, { "content-type": "text/plain" });
-        const chunk = "0123456789abcdef".repeat(4096);
-        const pump = () => {
-          while (!res.destroyed && res.write(chunk));
-        };
-        res.on("drain", pump);
-        res.on("close", () => (closed = true));
-        return pump();
+        return pumpUntilClosed(res, "0123456789abcdef".repeat(4096), () => (closed = true));
       }
       res.writeHead(404).end();
     });
@@ -534,12 +528,7 @@ describe.each(stages)("%s web_fetch", (_id, file) => {
         // Gzipped zeros, a megabyte per thousand bytes sent, with no end: only a cap on the
         // decoded bytes stops it.
         res.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
-        const pump = () => {
-          while (!res.destroyed && res.write(ZEROS_GZIPPED));
-        };
-        res.on("drain", pump);
-        res.on("close", () => (closed = true));
-        return pump();
+        return pumpUntilClosed(res, ZEROS_GZIPPED, () => (closed = true));
       }
       res.writeHead(404).end();
     });
@@ -679,3 +668,13 @@ describe("s04's demo", () => {
     expect(readFileSync(path.join(workspace.dir, demo, "notes/expiry.md"), "utf8")).toMatch(/^# kvcache: expiry and eviction/);
   });
 });
+
+/** Write `chunk` again and again, as fast as the reader takes it, until the reader hangs up. */
+function pumpUntilClosed(res: http.ServerResponse, chunk: string | Buffer, onClose: () => void): void {
+  const pump = () => {
+    while (!res.destroyed && res.write(chunk));
+  };
+  res.on("drain", pump);
+  res.on("close", onClose);
+  pump();
+}

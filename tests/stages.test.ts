@@ -47,6 +47,12 @@ describe("every stage", () => {
       expect(offersTool(text, tool), `${name}: ${tool}`).toBe(schemaNames.includes(tool));
     }
   });
+
+  it.each(files.map((f) => [path.basename(f), f]))("%s imports ajv, diff and yaml for their types only: they load when first needed", (_name, file) => {
+    // An import that is not `import type` loads the package before the stage prints a line.
+    const eager = readFileSync(file, "utf8").match(/^import (?!type )[^;]*from "(ajv|diff|yaml)";$/gm) ?? [];
+    expect(eager).toEqual([]);
+  });
 });
 
 describe("the curriculum", () => {
