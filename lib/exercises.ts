@@ -908,7 +908,7 @@ async function childMain([id, file, from]: string[]): Promise<void> {
   // The replay engine (msw) and the SDK load at their first use, which would count against
   // the first check's time limit: load them now, under the generous limit for loading.
   await import("./session.ts");
-  await import("@anthropic-ai/sdk");
+  (await import("./model.ts")).sdkModule();
   await send({ type: "loaded" });
   for (let index = Number(from); index < exercise.requirements.length; index++) {
     await send({ type: "start", index });

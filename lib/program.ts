@@ -15,7 +15,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { APIConnectionError, APIError } from "@anthropic-ai/sdk/core/error";
+import type { APIError } from "@anthropic-ai/sdk/core/error";
+import { sdkModule } from "./model.ts";
 import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "./scenario.ts";
 import type { Recording } from "./record.ts";
 import { lineTerminal, nobody, typeOut, useTerminal, type Terminal } from "./terminal.ts";
@@ -177,6 +178,9 @@ async function runTurn(program: StageProgram, history: MessageParam[], prompt: s
 /** One line a learner can act on, never a stack trace. */
 export function describeProviderError(error: unknown): string {
   const base = process.env.ANTHROPIC_BASE_URL || "the Anthropic API";
+  // The classes of the build that made the client: an error from one build is not an
+  // instance of the other's.
+  const { APIConnectionError, APIError } = sdkModule();
   if (error instanceof APIConnectionError) {
     return `[error] Could not reach ${base}: check the network connection or ANTHROPIC_BASE_URL.`;
   }

@@ -5,11 +5,17 @@
 // It is strict on purpose: a request past the end of the scenario, a request whose tool
 // results do not answer the tool calls just before them, or replies left over at the end
 // are all problems, because each means the loop did not do what the recording expects.
+import { createRequire } from "node:module";
 import { isDeepStrictEqual } from "node:util";
-import { http, HttpResponse, type HttpHandler } from "msw";
-import { setupServer } from "msw/node";
+import type { HttpHandler } from "msw";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
+
+// msw's CommonJS build, for the reason lib/model.ts gives for the SDK's: about a hundred
+// modules that, imported, would each pass through tsx's loader thread on Node 20.
+const require = createRequire(import.meta.url);
+const { http, HttpResponse } = require("msw") as typeof import("msw");
+const { setupServer } = require("msw/node") as typeof import("msw/node");
 
 export interface Replay {
   /** The request bodies the model received, in order. */

@@ -60,17 +60,61 @@ const TOOL_REGIONS: Record<string, string[]> = {
   web_fetch: ["web-fetch", "web-address", "html-to-text"],
   ask_user: ["ask-user"],
 };
-/** What every tool goes through: the limits, the tool object and registry, the large-result wrapper. */
+/** What every tool may go through: the limits, the tool object and registry, the large-result wrapper. */
 const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one"];
 
-/** What decides how a stage runs tool `name`: its shape (dispatch map or registry) and those regions. */
+/**
+ * What decides how a stage runs tool `name`: its shape (dispatch map or registry), the tool's
+ * own regions, and of the shared regions the statements those reach. A later stage adds to
+ * the shared regions for its own mechanism (s11 a compaction threshold in `config`, s12 the
+ * skills in its system prompt); a tool that never names what was added runs the same code, so
+ * it is tested once for both stages. Anything in doubt is kept: a statement that declares no
+ * name (it runs at load), and any name that appears in the code, even in a string.
+ */
 function implementationOf(text: string, name: string): string {
   const regions = regionsOf(text);
-  // The system prompt (the config lines that are text) tells the model about the stage; it does not run a tool.
-  const config = (regions.get("config") ?? "").split("\n").filter((line) => !/^\s*`|^const systemPrompt/.test(line));
-  regions.set("config", config.join("\n"));
-  const names = [...SHARED_REGIONS, ...(TOOL_REGIONS[name] ?? [])];
-  return JSON.stringify([text.includes("TOOL_HANDLERS"), ...names.map((region) => regions.get(region) ?? null)]);
+  const own = (TOOL_REGIONS[name] ?? []).map((region) => regions.get(region) ?? null);
+  const shared = SHARED_REGIONS.flatMap((region) => statementsOf(regions.get(region) ?? ""));
+  // The test harness reaches a tool through these (lib/tools.ts toolCall), whatever it names.
+  const reached = identifiersIn(`${own.join("\n")} registry TOOL_HANDLERS`);
+  const kept = new Set(shared.filter((statement) => declaredName(statement) === undefined));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const statement of shared) {
+      if (kept.has(statement) || !reached.has(declaredName(statement)!)) continue;
+      kept.add(statement);
+      for (const word of identifiersIn(statement)) reached.add(word);
+      grew = true;
+    }
+  }
+  return JSON.stringify([text.includes("TOOL_HANDLERS"), ...own, shared.filter((statement) => kept.has(statement))]);
+}
+
+/** A region's top-level statements, without its comments: each starts on a line that is not indented and does not close a bracket. */
+function statementsOf(region: string): string[] {
+  const statements: string[] = [];
+  let inComment = false;
+  for (const line of region.split("\n")) {
+    const trimmed = line.trim();
+    // A comment says nothing about what runs; /* ... */ is taken out only as whole lines.
+    if (inComment || trimmed.startsWith("/*")) {
+      inComment = !trimmed.endsWith("*/");
+      continue;
+    }
+    if (!trimmed || trimmed.startsWith("//")) continue;
+    if (statements.length === 0 || /^[^\s)\]}]/.test(line)) statements.push(line);
+    else statements[statements.length - 1] += `\n${line}`;
+  }
+  return statements;
+}
+
+/** `const MAX_OUTPUT = …` -> "MAX_OUTPUT"; undefined for a statement that declares no single name. */
+function declaredName(statement: string): string | undefined {
+  return /^(?:export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)\b(?!\s*[,}])/.exec(statement)?.[1];
+}
+
+function identifiersIn(code: string): Set<string> {
+  return new Set(code.match(/[A-Za-z_$][\w$]*/g) ?? []);
 }
 
 /** Whether a stage file gives the model a tool called `name` (its schema or defineTool says `name: "…"`). */

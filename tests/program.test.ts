@@ -352,15 +352,32 @@ describe("a replay that does not match the recording", () => {
   });
 });
 
-describe("what only a real process shows", () => {
+// Start-up settings and a provider's retry need a fresh stage and a real server, not a
+// process of their own: s01 is loaded afresh in this process, as a program start loads it.
+describe("settings at start, and a retry, with s01 loaded afresh", () => {
   const workspace = useWorkspace();
+
+  /** s01 loaded afresh with `env` (and the starting folder's .env), run with `args`; the environment is put back. */
+  async function freshS01(args: string[], env: Record<string, string> = {}) {
+    const saved = { ...process.env };
+    for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete process.env[name];
+    Object.assign(process.env, env);
+    vi.resetModules();
+    try {
+      return await runMain(s01, args);
+    } finally {
+      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+      Object.assign(process.env, saved);
+      vi.resetModules();
+    }
+  }
 
   it("reads the key, the provider and the model from .env in the starting folder", async () => {
     const standIn = await startStandIn(scenarioOf([reply.text("from .env")]));
     try {
       writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nMODEL_ID=claude-test-model\n`);
-      const run = await runStage("s01", { cwd: workspace.dir, args: ["hi"] });
-      expect(run.stdout).toBe("from .env\n");
+      const run = await freshS01(["hi"]);
+      expect(run.output).toBe("from .env\n");
       expect(standIn.replay.requests[0].model).toBe("claude-test-model");
       expect(standIn.headers[0]["x-api-key"] ?? standIn.headers[0].authorization).toContain(KEY);
     } finally {
@@ -384,15 +401,19 @@ describe("what only a real process shows", () => {
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const file = path.join(workspace.dir, "retried.json");
-      const run = await runStage("s01", { cwd: workspace.dir, args: ["--record", file, "hello"], env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: url } });
+      const run = await freshS01(["--record", file, "hello"], { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: url });
       expect(hits).toBe(2);
-      expect(run.code, run.stdout + run.stderr).toBe(0);
-      expect(run.stdout).toContain("after a retry");
+      expect(run.code, run.output).toBe(0);
+      expect(run.output).toContain("after a retry");
       expect(JSON.parse(readFileSync(file, "utf8")).replies.map((r: { content: { text: string }[] }) => r.content[0].text)).toEqual(["after a retry"]);
     } finally {
       server.close();
     }
   });
+});
+
+describe("what only a real process shows", () => {
+  const workspace = useWorkspace();
 
   it("output piped into a reader that stops early (| head) ends the program quietly", async () => {
     const child = spawn(process.execPath, ["--import", TSX_LOADER, s01], {

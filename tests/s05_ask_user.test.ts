@@ -285,9 +285,11 @@ describe("s05 at a real terminal: the stage's prompt and the question share it",
 
 describe("s05 as a program", () => {
   const workspace = useWorkspace();
+  const replay = useReplay();
 
   it("with piped input (no person) it never waits: the model hears no one answered, and the next piped line is the next prompt", async () => {
-    const standIn = await startStandIn(
+    // In this process, as a pipe gives it: stdin is not a terminal, holds two lines, then ends.
+    const session = replay(
       scenarioOf(
         [
           reply.tools([{ id: "toolu_ask", name: "ask_user", input: { question: "Delete the logs?", options: OPTIONS } }]),
@@ -297,24 +299,22 @@ describe("s05 as a program", () => {
         { prompts: ["clean up", "list the logs"] },
       ),
     );
-    try {
-      const run = await runStage("s05", {
-        cwd: workspace.dir,
-        input: "clean up\nlist the logs\n",
-        env: { ANTHROPIC_API_KEY: "test-key", ANTHROPIC_BASE_URL: standIn.url },
-      });
-      expect(run.code).toBe(0);
-      expect(standIn.replay.verdict()).toEqual([]);
-      const [answer] = toolResults(standIn.replay, 1);
-      expect(answer.tool_use_id).toBe("toolu_ask");
-      expect(resultText(answer)).toBe(NO_ONE_THERE);
-      // The second piped line reached the stage's prompt, not the question.
-      expect(standIn.replay.requests[2].messages.at(-1)).toEqual({ role: "user", content: "list the logs" });
-      expect(run.stdout).toContain("s05 >> list the logs");
-      expect(run.stdout).not.toContain("answer> ");
-    } finally {
-      await standIn.close();
-    }
+    vi.stubEnv("ANTHROPIC_API_KEY", "test-key");
+    vi.resetModules();
+    // Loaded afresh with the key, and afresh again afterwards, without it.
+    const run = await runMain(stageFile("s05"), [], { input: "clean up\nlist the logs\n" }).finally(() => {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    });
+    expect(run.code, run.output).toBe(0);
+    expect(session.verdict()).toEqual([]);
+    const [answer] = toolResults(session, 1);
+    expect(answer.tool_use_id).toBe("toolu_ask");
+    expect(resultText(answer)).toBe(NO_ONE_THERE);
+    // The second piped line reached the stage's prompt, not the question.
+    expect(session.requests[2].messages.at(-1)).toEqual({ role: "user", content: "list the logs" });
+    expect(run.output).toContain("s05 >> list the logs");
+    expect(run.output).not.toContain("answer> ");
   });
 
   it("with no key, replays the demo: the recorded answer is typed, and the logs are gone afterwards", async () => {

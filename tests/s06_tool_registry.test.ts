@@ -330,21 +330,27 @@ describe("s06 Ctrl-C while a tool runs", () => {
 
 describe("s06 as a program", () => {
   const workspace = useWorkspace();
+  const replay = useReplay();
 
   it("--approval-mode plan on the command line: the flag is not part of the prompt, and the model is refused edits", async () => {
-    const standIn = await startStandIn(scenarioOf([reply.tools([{ id: "toolu_w", name: "write_file", input: { path: "x.txt", content: "x" } }]), reply.text("I will only describe it.")]));
+    // In this process: the stage reads the flag from process.argv when it loads, as it would
+    // from a real command line, and main() gets the words after the file name. (The file
+    // name stays this process's own: a stage named there would run itself as it loads.)
+    const args = ["--approval-mode", "plan", "Create", "x.txt"];
+    const session = replay(scenarioOf([reply.tools([{ id: "toolu_w", name: "write_file", input: { path: "x.txt", content: "x" } }]), reply.text("I will only describe it.")]));
+    const argv = process.argv;
+    process.argv = [...argv.slice(0, 2), ...args];
+    vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789");
+    vi.resetModules();
     try {
-      const run = await runStage("s06", {
-        cwd: workspace.dir,
-        args: ["--approval-mode", "plan", "Create", "x.txt"],
-        env: { ANTHROPIC_API_KEY: "sk-ant-test-0123456789", ANTHROPIC_BASE_URL: standIn.url },
-      });
-      expect(run.code, run.stdout + run.stderr).toBe(0);
-      expect(standIn.replay.requests[0].messages[0]).toEqual({ role: "user", content: "Create x.txt" });
-      expect(resultText(toolResults(standIn.replay, 1)[0])).toMatch(/^Not run: the agent is in plan mode/);
+      const run = await runMain(FILE, args);
+      expect(run.code, run.output).toBe(0);
+      expect(session.requests[0].messages[0]).toEqual({ role: "user", content: "Create x.txt" });
+      expect(resultText(toolResults(session, 1)[0])).toMatch(/^Not run: the agent is in plan mode/);
       expect(existsSync(path.join(workspace.dir, "x.txt"))).toBe(false);
     } finally {
-      await standIn.close();
+      process.argv = argv;
+      vi.unstubAllEnvs();
     }
   });
 

@@ -66,11 +66,11 @@ describe("the curriculum", () => {
 
 describe("which stages share a tool's code (lib/tools.ts)", () => {
   // Copies of two stages in a temporary folder: the same grep, then one of them changed.
-  const copies = (change: (text: string) => string) => {
+  const copies = (change: (text: string) => string, both = (text: string) => text) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-implementations-"));
     const [s03, s04] = ["s03", "s04"].map((id) => files.find((f) => path.basename(f).startsWith(`${id}_`))!);
-    writeFileSync(path.join(dir, path.basename(s03)), readFileSync(s03, "utf8"));
-    writeFileSync(path.join(dir, path.basename(s04)), change(readFileSync(s04, "utf8")));
+    writeFileSync(path.join(dir, path.basename(s03)), both(readFileSync(s03, "utf8")));
+    writeFileSync(path.join(dir, path.basename(s04)), change(both(readFileSync(s04, "utf8"))));
     return { dir, stageFiles: [s03, s04].map((f) => path.join(dir, path.basename(f))) };
   };
 
@@ -85,6 +85,35 @@ describe("which stages share a tool's code (lib/tools.ts)", () => {
       expect(toolImplementations("grep", unrelated.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
     } finally {
       for (const { dir } of [same, changed, unrelated]) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("counts of a shared region (config) only what the tool's code reaches, and what runs at load", () => {
+    const config = (text: string, change: (config: string) => string) => {
+      const [start, end] = [text.indexOf("// #region config\n"), text.indexOf("// #endregion config")];
+      return text.slice(0, start) + change(text.slice(start, end)) + text.slice(end);
+    };
+    // In both copies grep's workspace() calls startingFolder(), so startingFolder() is reached through another name.
+    const viaStartingFolder = (text: string) => config(text, (c) => c.replace("const workspace = () => process.cwd();", "const workspace = () => startingFolder();\nconst startingFolder = () => process.cwd();"));
+    const cases = {
+      // A later stage's own setting, and a comment: the grep it runs is the same.
+      unreached: copies((text) => config(text, (c) => `${c}// a note\nconst COMPACT_LIMIT = asLimit("5");\nconst asLimit = (text: string) => Number(text);\n`)),
+      // What grep calls to find the workspace, changed: not the same grep any more.
+      reached: copies((text) => config(text, (c) => c.replace("const workspace = () => process.cwd();", "const workspace = () => path.resolve(process.cwd());"))),
+      sameFolder: copies((text) => text, viaStartingFolder),
+      otherFolder: copies((text) => text.replace("const startingFolder = () => process.cwd();", "const startingFolder = () => path.resolve(process.cwd());"), viaStartingFolder),
+      // A statement that declares nothing runs when the stage loads, whoever names it.
+      atLoad: copies((text) => config(text, (c) => `${c}process.umask(0o077);\n`)),
+    };
+    try {
+      const groups = (name: keyof typeof cases) => toolImplementations("grep", cases[name].stageFiles).map((group) => group.ids);
+      expect(groups("unreached")).toEqual([["s03", "s04"]]);
+      expect(groups("reached")).toEqual([["s03"], ["s04"]]);
+      expect(groups("sameFolder")).toEqual([["s03", "s04"]]);
+      expect(groups("otherFolder")).toEqual([["s03"], ["s04"]]);
+      expect(groups("atLoad")).toEqual([["s03"], ["s04"]]);
+    } finally {
+      for (const { dir } of Object.values(cases)) rmSync(dir, { recursive: true, force: true });
     }
   });
 });
