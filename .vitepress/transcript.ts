@@ -65,7 +65,7 @@ function resultText(block: ToolResultBlockParam): string {
  * end: a stage that makes requests of its own (a subagent's turns in s10, a summary in s11)
  * has replies the main conversation never shows, and only the replay knows which. So this is
  * the steps of a replay that agrees with its fixture, plus perhaps some that are not the main
- * conversation's: it checks notes without running anything, and tests/session.test.ts checks
+ * conversation's: it checks notes without running anything, and tests/whole-session.ts checks
  * them exactly, against the real replay.
  */
 export function stepsOfScenario(scenario: { prompts: string[]; replies: { content: unknown[]; stop_reason?: string | null }[] }): Step[] {

@@ -18,6 +18,7 @@ import { loadScenario } from "../lib/scenario.ts";
 import { replayScenario, type ReplayedSession } from "../lib/session.ts";
 import { AGENTS_DIR } from "../lib/stages.ts";
 import { reply, REPO_ROOT, resultText, runTurns, scenarioOf, stageFile, stageFiles, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = path.join(AGENTS_DIR, CAPSTONE.file);
 type Tool = { name: string; kind: string; execute(params: Record<string, unknown>, signal: AbortSignal): Promise<{ llmContent: unknown }> };
@@ -135,10 +136,9 @@ describe("the capstone's demo", () => {
   const requestWith = async (id: string) => (await replayed()).requests.find((r) => resultIn(r, id))!;
 
   it("replays with no problem, every recorded reply used, every request well paired", async () => {
-    const { problems, turnErrors, requests } = await replayed();
-    expect(problems).toEqual([]);
-    expect(turnErrors).toEqual([]);
-    expect(requests).toHaveLength(scenario.replies.length);
+    const session = await replayed();
+    expectWholeSession("full", session, scenario);
+    const { requests } = session;
     for (const request of requests) expect(pairProblems(request)).toEqual([]);
     expect(file("src/dates.js")).toContain('text.slice(0, 10).split("-")');
     expect(file("CHANGELOG.md")).toMatch(/## Unreleased\n\n- Fixed: `npm run nightly`/);

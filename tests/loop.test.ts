@@ -9,7 +9,7 @@ import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, too
 
 // The loop is what is tested here, not the approval step (tests/s06_tool_registry.test.ts has
 // that): from s06, stages load in yolo mode, so their tools run without asking a person.
-// (Each stage's demo, replayed through its loop, is tests/session.test.ts.)
+// (Each stage's demo, replayed through its loop, is checked whole by tests/whole-session.ts.)
 vi.stubEnv("APPROVAL_MODE", "yolo");
 const stages = stageFiles().map((file) => [stageId(file), file] as const);
 

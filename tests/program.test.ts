@@ -61,8 +61,8 @@ function useProvider() {
   };
 }
 
-// Every stage's demo replays through its real loop and tools in tests/session.test.ts (and
-// again when the docs are built); here the program around it. The whole no-key run is checked
+// Every stage's demo replays through its real loop and tools in its own test file or in
+// tests/session.test.ts (and again when the docs are built); here the program around it. The whole no-key run is checked
 // in full for s01 (and for s02 as a real process below); every other stage only for what is
 // its own: the stage id it gives the program, and so the recordings it finds.
 describe("s01 with no key", () => {

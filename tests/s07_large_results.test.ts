@@ -14,6 +14,7 @@ import { replayScenario } from "../lib/session.ts";
 import {
   eventually, reply, resultText, scenarioOf, stageFile, toolResults, useOutside, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 // S07_STAGE_FILE: the same tests against a changed copy of the stage (to see each one fail when its rule is broken).
 const FILE = stageFile(process.env.S07_STAGE_FILE ?? "s07");
@@ -461,7 +462,7 @@ describe("s07 the demo", () => {
   it("keeps two 190 kB test logs in files, and every request to the model stays small", async () => {
     const scenario = loadScenario("s07");
     const session = await replayScenario(stage, scenario, { workspace: workspace.dir });
-    expect(session.problems).toEqual([]);
+    expectWholeSession("s07", session, scenario);
     const log = readFileSync(".agent/tool-results/toolu_s07_demo_01.txt", "utf8");
     expect(log.length).toBeGreaterThan(190_000);
     expect(log.match(/^not ok/gm)).toHaveLength(45);

@@ -14,6 +14,7 @@ import { loadScenario } from "../lib/scenario.ts";
 import {
   eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 // S08_FILE: a changed copy of the stage (agents/.s08-*.ts), to see a test fail when a mechanism is broken.
 const FILE = process.env.S08_FILE ?? stageFile("s08");
@@ -505,9 +506,10 @@ describe("s08's demo", () => {
     vi.resetModules();
     const stage = (await import(FILE)) as Stage;
     const { replayScenario } = await import("../lib/session.ts");
-    const session = await replayScenario(stage, loadScenario("s08"), { workspace: workspace.dir });
+    const scenario = loadScenario("s08");
+    const session = await replayScenario(stage, scenario, { workspace: workspace.dir });
     try {
-      expect(session.problems).toEqual([]);
+      expectWholeSession("s08", session, scenario);
       const results = session.requests.slice(1).map((request) => {
         const content = request.messages.at(-1)!.content as ToolResultBlockParam[];
         return content[0];

@@ -11,6 +11,7 @@ import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBl
 import { loadScenario } from "../lib/scenario.ts";
 import { replayScenario } from "../lib/session.ts";
 import { reply, resultText, runTurns, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s09");
 type Stage = {
@@ -410,7 +411,7 @@ describe("s09's demo", () => {
     const scenario = loadScenario("s09");
     const output = new PassThrough();
     const session = await replayScenario(stage, scenario, { workspace: workspace.dir, output });
-    expect(session.problems).toEqual([]);
+    expectWholeSession("s09", session, scenario);
     expectEveryRequestValid(session.requests);
     // One reminder, in the result of the write that came third after the plan.
     expect(remindedIds(session.requests)).toEqual(["toolu_s09_demo_04"]);

@@ -16,6 +16,7 @@ import { loadScenario, type Scenario } from "../lib/scenario.ts";
 import {
   eventually, isRunning, onScreen, reply, resultText, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s10");
 type Terminal = typeof import("../lib/terminal.ts");
@@ -490,9 +491,7 @@ describe("s10 the demo", () => {
     const stage = await stageIn("default");
     const scenario = loadScenario("s10");
     const session = await stage.session.replayScenario(stage, scenario, { workspace: process.cwd() });
-    expect(session.problems).toEqual([]);
-    expect(session.turnErrors).toEqual([]);
-    expect(session.requests).toHaveLength(scenario.replies.length);
+    expectWholeSession("s10", session, scenario);
     expect(readFileSync("docs/modules.md", "utf8")).toMatch(/^# Modules[\s\S]*## src\/receipt\.js/);
     // The parent's request after the task: the summary and the figures, none of the sources.
     const afterTask = session.requests[4];

@@ -19,6 +19,7 @@ import { loadScenario, type Scenario } from "../lib/scenario.ts";
 import { replayScenario } from "../lib/session.ts";
 import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
 import { onScreen, REPO_ROOT, reply, resultText, runMain, scenarioOf, stageFile, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s11");
 type Stage = {
@@ -538,8 +539,7 @@ describe("s11 the demo", () => {
   it("compacts once, right after the fix, continues from the summary, and loses nothing: the transcript read back holds every message sent", async () => {
     const scenario = loadScenario("s11");
     const session = await replayScenario(stage, scenario, { workspace: process.cwd() });
-    expect(session.problems).toEqual([]);
-    expect(session.turnErrors).toEqual([]);
+    expectWholeSession("s11", session, scenario);
     expect(requestProblems(session.requests)).toEqual([]);
     const summaryAt = session.requests.findIndex(isSummaryRequest);
     expect(session.requests.filter(isSummaryRequest)).toHaveLength(1);

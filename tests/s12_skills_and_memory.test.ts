@@ -14,6 +14,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import { reply, resultText, runMain, scenarioOf, stageFile, toolResults, useOutside, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s12");
 type Stage = {
@@ -580,8 +581,7 @@ describe("s12 the demo, and memory across two runs of the program", () => {
     const demo = loadScenario("s12");
     const firstRun = await stageIn("default");
     const first = await firstRun.replayScenario(firstRun, demo, { workspace: workspace.dir });
-    expect(first.problems).toEqual([]);
-    expect(first.turnErrors).toEqual([]);
+    expectWholeSession("s12", first, demo);
     const system = first.requests[0].system as string;
     expect(system).toContain("- changelog: Add an entry to CHANGELOG.md");
     expect(system).toContain("- release: Cut a release of tally");

@@ -1,9 +1,8 @@
 // The recorded session each stage page shows: the stage's demo, replayed through the stage's
 // real loop and real tools in a temporary workspace (lib/session.ts, as the docs build does
-// in .vitepress/sessions.ts). Here each demo is replayed once, in this test's own process,
-// and the capture must be the fixture's: the same prompts and replies, every tool call
-// answered, no problem reported by the replay, every recorded reply used, and every session
-// note attached to a step that exists.
+// in .vitepress/sessions.ts), must be the fixture's (tests/whole-session.ts). A stage whose
+// own test file checks that on its demo replay is not replayed again here; every other
+// stage's demo is replayed here, once, in this test's own process.
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,53 +10,30 @@ import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario, type ReplayableStage, type ReplayedSession } from "../lib/session.ts";
+import { replayScenario, type ReplayableStage } from "../lib/session.ts";
 import { REPO_ROOT } from "../lib/stages.ts";
 import { presentStages } from "../.vitepress/regions.ts";
-import { notesFile, sessionProblems } from "../.vitepress/sessions.ts";
+import { sessionProblems } from "../.vitepress/sessions.ts";
 import { toolCount } from "../.vitepress/source.ts";
 import { checkNotes, compareWithScenario, showSteps, stepOfNote, stepsOf, type Step } from "../.vitepress/transcript.ts";
+import { checkedByItsOwnTests, expectWholeSession } from "./whole-session.ts";
 
 const withDemo = [...presentStages(REPO_ROOT)].filter(([id]) => existsSync(path.join(REPO_ROOT, "fixtures", id, "demo.json")));
+/** A stage's own test file: tests/s07_large_results.test.ts, and the capstone's tests/full.test.ts. */
+const testFileOf = (id: string, file: string) => (id === "full" ? "full.test.ts" : file.replace(/\.ts$/, ".test.ts"));
 
 const workspaces: string[] = [];
 afterAll(() => workspaces.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 describe.each(withDemo)("the %s session", (id, file) => {
-  const scenario = loadScenario(id);
-  let session: ReplayedSession | undefined;
   const stageModule = async () => (await import(pathToFileURL(path.join(REPO_ROOT, "agents", file)).href)) as ReplayableStage & { TOOLS?: unknown[] };
-  const replayed = async () => {
-    if (!session) {
-      const stage = await stageModule();
-      const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), `workbook-session-${id}-`)));
-      workspaces.push(workspace);
-      session = await replayScenario(stage, scenario, { workspace });
-    }
-    return session;
-  };
 
-  it("replays with no problem, no failed turn, and every recorded reply used", async () => {
-    const { problems, turnErrors, requests } = await replayed();
-    expect(problems).toEqual([]);
-    expect(turnErrors).toEqual([]);
-    expect(requests).toHaveLength(scenario.replies.length);
-  });
-
-  it("captures the fixture's prompts, replies and tool calls, each call with its result", async () => {
-    const { messages } = await replayed();
-    expect(compareWithScenario(messages, scenario)).toEqual([]);
-    const steps = stepsOf(messages);
-    const calls = steps.filter((s) => s.kind === "call");
-    const recorded = scenario.replies.flatMap((r) => r.content.filter((b) => b.type === "tool_use").map((b) => (b as { id: string }).id));
-    // The recorded calls, in order; a subagent's (s10) happen in its own conversation, not this one.
-    const captured = calls.map((c) => c.id);
-    expect(captured.length).toBeGreaterThan(0);
-    expect(captured).toEqual(recorded.filter((id) => captured.includes(id)));
-    for (const call of calls) {
-      expect(steps.filter((s) => s.kind === "result" && s.id === call.id), `the result of ${call.id}`).toHaveLength(1);
-    }
-    expect(steps.filter((s) => s.kind === "prompt").map((s) => (s as { text: string }).text)).toEqual(scenario.prompts);
+  // Not when the stage's own test file checks it on its demo replay: a demo is replayed once.
+  if (!checkedByItsOwnTests(id, testFileOf(id, file))) it("replays whole: as recorded, every call with its result, every note on a step", async () => {
+    const scenario = loadScenario(id);
+    const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), `workbook-session-${id}-`)));
+    workspaces.push(workspace);
+    expectWholeSession(id, await replayScenario(await stageModule(), scenario, { workspace }), scenario);
   });
 
   // Here rather than in docs.test.ts: this file imports every stage anyway, and an import costs.
@@ -67,12 +43,13 @@ describe.each(withDemo)("the %s session", (id, file) => {
     const { TOOLS } = await stageModule();
     expect(counted, `${id}: the tool figure`).toBe(TOOLS?.length);
   });
+});
 
-  it("attaches every session note to a step of the session", async () => {
-    const { messages } = await replayed();
-    const notes = notesFile(REPO_ROOT, id);
-    if (!existsSync(notes)) return;
-    expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), stepsOf(messages), path.relative(REPO_ROOT, notes))).toEqual([]);
+describe("which file checks a stage's session", () => {
+  it("finds a stage's own check by its id, and nothing else", () => {
+    expect(checkedByItsOwnTests("s07", "s07_large_results.test.ts")).toBe(true);
+    expect(checkedByItsOwnTests("s06", "s07_large_results.test.ts")).toBe(false);
+    expect(checkedByItsOwnTests("s07", "no_such_file.test.ts")).toBe(false);
   });
 });
 

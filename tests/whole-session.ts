@@ -1,0 +1,47 @@
+// What every stage's recorded session must be, for the page that shows it: the stage's demo,
+// replayed through its real loop and real tools (lib/session.ts, as the docs build does in
+// .vitepress/sessions.ts). A stage's own test file checks this on the demo replay it makes
+// anyway, so a demo is replayed once; tests/session.test.ts replays the demos whose test
+// file does not.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "vitest";
+import type { ReplayedSession } from "../lib/session.ts";
+import type { Scenario } from "../lib/scenario.ts";
+import { REPO_ROOT } from "../lib/stages.ts";
+import { notesFile } from "../.vitepress/sessions.ts";
+import { checkNotes, compareWithScenario, stepsOf } from "../.vitepress/transcript.ts";
+
+/**
+ * The replay of stage `id`'s demo went as recorded: no problem, no failed turn, every reply
+ * used; the capture holds the fixture's prompts, replies and tool calls, each call with its
+ * one result; and every session note is attached to a step that exists.
+ */
+export function expectWholeSession(id: string, session: ReplayedSession, scenario: Scenario): void {
+  const { problems, turnErrors, requests, messages } = session;
+  expect(problems, `${id}: the replay's problems`).toEqual([]);
+  expect(turnErrors, `${id}: turns that failed`).toEqual([]);
+  expect(requests, `${id}: one request per recorded reply`).toHaveLength(scenario.replies.length);
+
+  expect(compareWithScenario(messages, scenario)).toEqual([]);
+  const steps = stepsOf(messages);
+  const calls = steps.filter((s) => s.kind === "call");
+  const recorded = scenario.replies.flatMap((r) => r.content.filter((b) => b.type === "tool_use").map((b) => (b as { id: string }).id));
+  // The recorded calls, in order; a subagent's (s10) happen in its own conversation, not this one.
+  const captured = calls.map((c) => c.id);
+  expect(captured.length, `${id}: tool calls captured`).toBeGreaterThan(0);
+  expect(captured).toEqual(recorded.filter((callId) => captured.includes(callId)));
+  for (const call of calls) {
+    expect(steps.filter((s) => s.kind === "result" && s.id === call.id), `the result of ${call.id}`).toHaveLength(1);
+  }
+  expect(steps.filter((s) => s.kind === "prompt").map((s) => (s as { text: string }).text)).toEqual(scenario.prompts);
+
+  const notes = notesFile(REPO_ROOT, id);
+  if (existsSync(notes)) expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), steps, path.relative(REPO_ROOT, notes))).toEqual([]);
+}
+
+/** Whether stage `id`'s own test file checks its demo's whole session (so session.test.ts need not replay it). */
+export function checkedByItsOwnTests(id: string, testFile: string): boolean {
+  const file = path.join(REPO_ROOT, "tests", testFile);
+  return existsSync(file) && readFileSync(file, "utf8").includes(`expectWholeSession("${id}",`);
+}
