@@ -5,7 +5,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
+import { replayScenario } from "../lib/session.ts";
 import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, toolParameters, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 // The loop is what is tested here, not the approval step (tests/s06_tool_registry.test.ts has
 // that): from s06, stages load in yolo mode, so their tools run without asking a person.
@@ -157,9 +159,9 @@ describe("s01's demo, in detail", () => {
   usePrinted();
 
   it("really runs bash: the file exists and the model received its byte count and the exit code", async () => {
-    const { agentLoop } = await import("../agents/s01_agent_loop.ts");
-    const session = replay(loadScenario("s01"));
-    await runTurns(agentLoop, loadScenario("s01").prompts);
+    const scenario = loadScenario("s01");
+    const session = await replayScenario(await import("../agents/s01_agent_loop.ts"), scenario, { workspace: workspace.dir });
+    expectWholeSession("s01", session, scenario);
     expect(readFileSync(`${workspace.dir}/hello.txt`, "utf8")).toBe("Hello from s01\n");
     const [write, count] = toolResults(session, 1);
     expect([write.tool_use_id, count.tool_use_id]).toEqual(["toolu_s01_demo_01", "toolu_s01_demo_02"]);
@@ -167,6 +169,5 @@ describe("s01's demo, in detail", () => {
     expect(resultText(count).trim()).toBe("15");
     const [missing] = toolResults(session, 3);
     expect(resultText(missing)).toMatch(/notes\.md[\s\S]*\[exit code 2\]$/);
-    expect(session.verdict()).toEqual([]);
   });
 });

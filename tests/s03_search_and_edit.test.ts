@@ -1,35 +1,24 @@
 // s03's demo, through the agent loop, in its own temporary workspace. The rules of its tools
 // are tested against every stage that carries them: edit_file in edit.test.ts, grep, glob
 // and ls in search.test.ts.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
-import { resultText, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { replayScenario } from "../lib/session.ts";
+import { resultText, toolResults, useWorkspace, usePrinted } from "./helpers.ts";
+import { expectWholeSession } from "./whole-session.ts";
 
 const stage = async () => await import("../agents/s03_search_and_edit.ts");
 
-/** Write files (path → text or bytes) into the workspace, making folders as needed. */
-function files(tree: Record<string, string | Buffer>) {
-  for (const [name, content] of Object.entries(tree)) {
-    mkdirSync(path.dirname(name), { recursive: true });
-    writeFileSync(name, content);
-  }
-}
-
 describe("s03 demo, through the agent loop", () => {
   const workspace = useWorkspace();
-  const replay = useReplay();
   usePrinted();
 
   it("finds the setting, is refused a non-unique edit, succeeds with more context, then renames with replace_all", async () => {
-    const { agentLoop } = await stage();
     const scenario = loadScenario("s03");
-    files(scenario.files!);
-    const session = replay(scenario);
-    await runTurns(agentLoop, scenario.prompts);
-    expect(session.verdict()).toEqual([]);
+    const session = await replayScenario(await stage(), scenario, { workspace: workspace.dir });
+    expectWholeSession("s03", session, scenario);
     const texts = (index: number) => toolResults(session, index).map(resultText);
 
     // ls, glob and grep: dist/ (in .gitignore) is never searched.

@@ -16,11 +16,9 @@ import { presentStages } from "../.vitepress/regions.ts";
 import { sessionProblems } from "../.vitepress/sessions.ts";
 import { toolCount } from "../.vitepress/source.ts";
 import { checkNotes, compareWithScenario, showSteps, stepOfNote, stepsOf, type Step } from "../.vitepress/transcript.ts";
-import { checkedByItsOwnTests, expectWholeSession } from "./whole-session.ts";
+import { checkedElsewhere, expectWholeSession } from "./whole-session.ts";
 
 const withDemo = [...presentStages(REPO_ROOT)].filter(([id]) => existsSync(path.join(REPO_ROOT, "fixtures", id, "demo.json")));
-/** A stage's own test file: tests/s07_large_results.test.ts, and the capstone's tests/full.test.ts. */
-const testFileOf = (id: string, file: string) => (id === "full" ? "full.test.ts" : file.replace(/\.ts$/, ".test.ts"));
 
 const workspaces: string[] = [];
 afterAll(() => workspaces.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
@@ -29,7 +27,7 @@ describe.each(withDemo)("the %s session", (id, file) => {
   const stageModule = async () => (await import(pathToFileURL(path.join(REPO_ROOT, "agents", file)).href)) as ReplayableStage & { TOOLS?: unknown[] };
 
   // Not when the stage's own test file checks it on its demo replay: a demo is replayed once.
-  if (!checkedByItsOwnTests(id, testFileOf(id, file))) it("replays whole: as recorded, every call with its result, every note on a step", async () => {
+  if (!checkedElsewhere(id)) it("replays whole: as recorded, every call with its result, every note on a step", async () => {
     const scenario = loadScenario(id);
     const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), `workbook-session-${id}-`)));
     workspaces.push(workspace);
@@ -46,10 +44,14 @@ describe.each(withDemo)("the %s session", (id, file) => {
 });
 
 describe("which file checks a stage's session", () => {
-  it("finds a stage's own check by its id, and nothing else", () => {
-    expect(checkedByItsOwnTests("s07", "s07_large_results.test.ts")).toBe(true);
-    expect(checkedByItsOwnTests("s06", "s07_large_results.test.ts")).toBe(false);
-    expect(checkedByItsOwnTests("s07", "no_such_file.test.ts")).toBe(false);
+  it("finds a check of the stage by its id, in a test file other than session.test.ts", () => {
+    const files = new Map([
+      ["s07_large_results.test.ts", 'expectWholeSession("s07", session, scenario);'],
+      ["session.test.ts", 'expectWholeSession("s06", session, scenario);'],
+    ]);
+    expect(checkedElsewhere("s07", files)).toBe(true);
+    expect(checkedElsewhere("s06", files)).toBe(false);
+    expect(checkedElsewhere("s0", files)).toBe(false);
   });
 });
 

@@ -3,7 +3,7 @@
 // .vitepress/sessions.ts). A stage's own test file checks this on the demo replay it makes
 // anyway, so a demo is replayed once; tests/session.test.ts replays the demos whose test
 // file does not.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
 import type { ReplayedSession } from "../lib/session.ts";
@@ -40,8 +40,15 @@ export function expectWholeSession(id: string, session: ReplayedSession, scenari
   if (existsSync(notes)) expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), steps, path.relative(REPO_ROOT, notes))).toEqual([]);
 }
 
-/** Whether stage `id`'s own test file checks its demo's whole session (so session.test.ts need not replay it). */
-export function checkedByItsOwnTests(id: string, testFile: string): boolean {
-  const file = path.join(REPO_ROOT, "tests", testFile);
-  return existsSync(file) && readFileSync(file, "utf8").includes(`expectWholeSession("${id}",`);
+/**
+ * Whether a test file other than session.test.ts checks stage `id`'s demo session whole (so
+ * session.test.ts need not replay it). `files`: the test files' names and texts.
+ */
+export function checkedElsewhere(id: string, files: Map<string, string> = testFiles()): boolean {
+  return [...files].some(([name, text]) => name !== "session.test.ts" && text.includes(`expectWholeSession("${id}",`));
+}
+
+function testFiles(): Map<string, string> {
+  const dir = path.join(REPO_ROOT, "tests");
+  return new Map(readdirSync(dir).filter((name) => name.endsWith(".test.ts")).map((name) => [name, readFileSync(path.join(dir, name), "utf8")]));
 }
