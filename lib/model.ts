@@ -8,7 +8,7 @@
 // It is loaded with `require`, the SDK's CommonJS build, not with `import`: on Node 20 each
 // ES module a tsx program imports is handed to tsx's loader thread and back (about 3 ms
 // each), and the SDK is some 300 modules with its one dependency. Required, they load in
-// this thread as plain Node would: a second of processor less for every replay.
+// this thread as plain Node would: most of a second of processor less for every replay.
 import { createRequire } from "node:module";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming } from "@anthropic-ai/sdk/resources/messages";
