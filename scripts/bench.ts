@@ -12,7 +12,7 @@
 // the date, the machine and the command, to bench/results.json (the docs' benchmarks page
 // shows that file). Every stage file present is measured, so new stages join by themselves.
 //
-//   npm run bench                      everything (about 3.5 minutes on 2 cores, a third of it the test suite)
+//   npm run bench                      everything (under 3 minutes on 2 cores, a quarter of it the test suite)
 //   npm run bench -- --skip-tests      without the test suite
 //   npm run bench -- --out other.json  write the figures elsewhere
 import { spawn } from "node:child_process";
