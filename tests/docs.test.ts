@@ -17,7 +17,6 @@ import { inlineSvg, markIndents, stagePageOf, textWidthEm } from "../.vitepress/
 import { nav, sidebar } from "../.vitepress/navigation.ts";
 import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } from "../.vitepress/regions.ts";
 import { tokenize } from "../.vitepress/search.ts";
-import { notesFile } from "../.vitepress/sessions.ts";
 import { describePage, diffContent, diffStages, firstParagraph, optionalPages, plannedContent, plannedStages, repositoryOf } from "../.vitepress/site.ts";
 import { linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
 import { checkNotes, stepsOfScenario } from "../.vitepress/transcript.ts";

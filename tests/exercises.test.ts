@@ -36,7 +36,7 @@ import {
 } from "../lib/exercises.ts";
 import { CAPSTONE, existingStages, REPO_ROOT, TSX_LOADER } from "../lib/stages.ts";
 import { main as exerciseMain } from "../scripts/exercise.ts";
-import { hintLevel, main as verifyMain, parseOptions, reportEnd, starterProblems } from "../scripts/verify.ts";
+import { hintLevel, main as verifyMain, parseOptions, reportEnd } from "../scripts/verify.ts";
 import { withTmpdir } from "./helpers.ts";
 
 const ids = exerciseIds();

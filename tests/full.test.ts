@@ -7,7 +7,7 @@
 // a command, and Part I's tools (glob, ls, web_fetch, ask_user) as registry entries.
 // (The shared tests find stages by their sNN_ names, so the header and the no-key run are
 // checked here too.)
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";

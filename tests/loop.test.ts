@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import { replayScenario } from "../lib/session.ts";
-import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, toolParameters, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, toolParameters, toolResults, useReplay, useWorkspace, usePrinted } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
 // The loop is what is tested here, not the approval step (tests/s06_tool_registry.test.ts has
@@ -155,7 +155,6 @@ describe.each(clippingStages)("%s: what one tool call may send the model", (_sta
 
 describe("s01's demo, in detail", () => {
   const workspace = useWorkspace();
-  const replay = useReplay();
   usePrinted();
 
   it("really runs bash: the file exists and the model received its byte count and the exit code", async () => {

@@ -133,6 +133,7 @@ describe("the replay engine with a conversation inside another", () => {
     await ask(childFirst);
     await ask(childAgain("toolu_child"));
     await expect(ask(parentAgain("toolu_child"))).rejects.toThrow(/request 4: expected tool results for \[toolu_parent\] in that order, got \[toolu_child\]/);
+    expect(session.problems).toEqual([expect.stringMatching(/^request 4: expected tool results for \[toolu_parent\] in that order, got \[toolu_child\]/)]);
   });
 
   it("fails results that follow an assistant message the replay never served", async () => {

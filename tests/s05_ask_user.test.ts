@@ -9,7 +9,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { agentLoop } from "../agents/s05_ask_user.ts";
 import { loadScenario } from "../lib/scenario.ts";
 import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
-import { reply, resultText, runMain, runStage, scenarioOf, stageFile, startStandIn, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
+import { reply, resultText, runMain, scenarioOf, stageFile, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the .log files older than a week", "Keep everything"];
 const NO_ONE_THERE = "No one answered (no person at the terminal). Decide without them, choosing the safe option.";

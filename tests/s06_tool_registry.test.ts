@@ -8,7 +8,7 @@ import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import {
-  eventually, isRunning, reply, resultText, runInTerminal, runMain, runStage, scenarioOf, startStandIn, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
+  eventually, isRunning, reply, resultText, runInTerminal, runMain, scenarioOf, startStandIn, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
 
 const FILE = stageFile("s06");

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/scenario.ts";
 import {
-  eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
+  eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 

@@ -5,7 +5,7 @@
 // file is skipped with a warning naming it and the problem. Memory: save_memory adds one
 // bullet under one heading, never twice, atomically, within a size cap; the system prompt
 // reads the skills and the memory once, at the first request of a session.
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
