@@ -78,7 +78,8 @@ function implementationOf(text: string, name: string): string {
   // The test harness reaches a tool through these (lib/tools.ts toolCall), whatever it names.
   const reached = identifiersIn(`${own.join("\n")} registry TOOL_HANDLERS`);
   const kept = new Set(shared.filter((statement) => declaredName(statement) === undefined));
-  for (let grew = true; grew; ) {
+  let grew = true;
+  while (grew) {
     grew = false;
     for (const statement of shared) {
       if (kept.has(statement) || !reached.has(declaredName(statement)!)) continue;

@@ -359,15 +359,13 @@ describe("settings at start, and a retry, with s01 loaded afresh", () => {
 
   /** s01 loaded afresh with `env` (and the starting folder's .env), run with `args`; the environment is put back. */
   async function freshS01(args: string[], env: Record<string, string> = {}) {
-    const saved = { ...process.env };
-    for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete process.env[name];
-    Object.assign(process.env, env);
+    // Stubbed, so unstubAllEnvs puts back what .env sets too (a stubbed name comes back as it was).
+    for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) vi.stubEnv(name, env[name]);
     vi.resetModules();
     try {
       return await runMain(s01, args);
     } finally {
-      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
-      Object.assign(process.env, saved);
+      vi.unstubAllEnvs();
       vi.resetModules();
     }
   }
