@@ -187,7 +187,7 @@ export function stageChanges(root: string, id: string): StageChanges {
 
   // Lines of code new or changed since the parent: the file's code lines that the whole-file
   // diff marks as added.
-  const code = codeLines(text, file);
+  const code = codeLines(text);
   const added = new Set<number>();
   if (parentText === undefined) code.forEach((line) => added.add(line));
   else {

@@ -102,10 +102,12 @@ interface AgentTool {
 }
 
 // ajv and diff load when first needed (a tool's first call, the first change shown), not at
-// start: each costs a tenth of a second or so, and a learner waits for every start.
+// start: each costs a tenth of a second or so, and a learner waits for every start. The
+// tools' own schemas are checked against JSON Schema's meta-schema by the tests, not here:
+// compiling the meta-schema would take longer than compiling every tool's schema.
 const needed = createRequire(import.meta.url);
 let ajv: Ajv | undefined;
-const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true }));
+const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true, validateSchema: false }));
 
 /** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {

@@ -27,6 +27,7 @@ import type { ReplayedSession } from "./session.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
 import { nobody, useTerminal } from "./terminal.ts";
 import { toolCall, type ToolCall, type ToolStage } from "./tools.ts";
+import { typescript } from "./typescript.ts";
 
 // ---------------------------------------------------------------------------------------
 // The format of an exercise
@@ -177,7 +178,7 @@ export async function starterOf(
   stageText: string,
   options: { destDir: string; lang?: Lang; stageFile?: string },
 ): Promise<string> {
-  const ts = (await import("typescript")).default;
+  const ts = typescript();
   const stageFile = options.stageFile ?? stageFileOf(exercise);
   const lang = options.lang ?? "en";
   const source = ts.createSourceFile(stageFile, stageText, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
@@ -228,7 +229,7 @@ function starterBanner(exercise: Exercise, stageFile: string, lang: Lang): strin
  * function, its helpers after it, and each object literal as the stage has it.
  */
 export async function solvedCopy(exercise: Exercise, starterText: string, stageText: string, stageFile = stageFileOf(exercise)): Promise<string> {
-  const ts = (await import("typescript")).default;
+  const ts = typescript();
   const stage = ts.createSourceFile(stageFile, stageText, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const starter = ts.createSourceFile("starter.ts", starterText, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const shown = path.relative(REPO_ROOT, stageFile);
@@ -931,7 +932,7 @@ if (process.argv[1] && existsSync(process.argv[1]) && realpathSync(process.argv[
  * options, without writing them anywhere. Returns the problems, one line each.
  */
 export async function typeCheck(copies: Map<string, string>, workshopDir = WORKSHOP_DIR): Promise<string[]> {
-  const ts = (await import("typescript")).default;
+  const ts = typescript();
   const config = ts.getParsedCommandLineOfConfigFile(path.join(REPO_ROOT, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
   if (!config) throw new Error("tsconfig.json could not be read");
   const virtual = new Map([...copies].map(([name, text]) => [path.join(workshopDir, name), text]));

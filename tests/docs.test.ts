@@ -18,7 +18,7 @@ import { nav, sidebar } from "../.vitepress/navigation.ts";
 import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } from "../.vitepress/regions.ts";
 import { tokenize } from "../.vitepress/search.ts";
 import { describePage, diffContent, diffStages, firstParagraph, optionalPages, plannedContent, plannedStages, repositoryOf } from "../.vitepress/site.ts";
-import { linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
+import { codeLines, linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
 import { checkNotes, stepsOfScenario } from "../.vitepress/transcript.ts";
 import { existingStages, REPO_ROOT } from "../lib/stages.ts";
 
@@ -878,11 +878,31 @@ describe("the figures", () => {
     expect(linesOfCode(text)).toBe(6);
     expect(linesOfCode("")).toBe(0);
   });
+  it("tells a regular expression from a division, and a template's ${...} from a block, as a parse would", () => {
+    const text = [
+      "const marker = /\\/\\/ #region/; // a regular expression, then a comment",
+      "const half = total / 2; /* a division, then a comment",
+      "const not = /code/;",
+      "*/",
+      "const opens = /[/*]/g;",
+      "const ratio = (a + b) / c; /* the same after a bracket",
+      "*/",
+      "const shown = `${ { a: 1 }.a } and ${`nested ${x}`}",
+      "// still the template",
+      "${y}`; // after it, a comment",
+      "// a comment",
+    ].join("\n");
+    expect([...codeLines(text)]).toEqual([0, 1, 4, 5, 7, 8, 9]);
+  });
   it("counts the entries of the TOOLS array, and nothing when there is none", () => {
     expect(toolCount("export const TOOLS: Tool[] = [{ name: 'a' }, { name: 'b', nested: [1, 2, 3] }];")).toBe(2);
     expect(toolCount("const TOOLS = [] as Tool[];")).toBe(0);
     expect(toolCount("const TOOLS = [...OTHER, { name: 'c' }];")).toBeUndefined();
     expect(toolCount("const tools = [1];")).toBeUndefined();
+    // Cut out by its lines when it can be, parsed in the whole file when not; the same count.
+    expect(toolCount("// [\nexport const TOOLS: Tool[] = [\n  { name: 'a' },\n  { name: '];' },\n];\nconst x = [1];")).toBe(2);
+    expect(toolCount("const TOOLS = [\n  { name: 'a', description: `a line\n];` },\n  { name: 'b' },\n];")).toBe(2);
+    expect(toolCount("const TOOLS = registry.tools();\nconst other = [1];")).toBeUndefined();
   });
   it("gives the real stages their figures", () => {
     const s01 = read(path.join(REPO_ROOT, "agents", "s01_agent_loop.ts"));

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpath
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import ts from "typescript";
+import type { Diagnostic, Node } from "typescript";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { regionsOf } from "../.vitepress/source.ts";
 import {
@@ -35,10 +35,12 @@ import {
   type Text,
 } from "../lib/exercises.ts";
 import { CAPSTONE, existingStages, REPO_ROOT, TSX_LOADER } from "../lib/stages.ts";
+import { typescript } from "../lib/typescript.ts";
 import { main as exerciseMain } from "../scripts/exercise.ts";
 import { hintLevel, main as verifyMain, parseOptions, reportEnd } from "../scripts/verify.ts";
 import { withTmpdir } from "./helpers.ts";
 
+const ts = typescript();
 const ids = exerciseIds();
 const exercises = new Map<string, Exercise>();
 for (const id of ids) exercises.set(id, await loadExercise(id));
@@ -128,7 +130,7 @@ describe.each(ids)("the %s starter", (id) => {
     // Parsed once, for the syntax errors and for the uses below (the compiler's own parse: a
     // full transpile would also bind and emit, several times the cost, to report the same).
     const source = ts.createSourceFile("starter.ts", text, ts.ScriptTarget.Latest, true);
-    const syntaxErrors = (source as unknown as { parseDiagnostics?: ts.Diagnostic[] }).parseDiagnostics;
+    const syntaxErrors = (source as unknown as { parseDiagnostics?: Diagnostic[] }).parseDiagnostics;
     expect(syntaxErrors, "the parser's diagnostics").toBeDefined();
     expect(syntaxErrors!.map((d) => ts.flattenDiagnosticMessageText(d.messageText, " "))).toEqual([]);
     // Every region that holds nothing taken out is the stage's, byte for byte.
@@ -147,7 +149,7 @@ describe.each(ids)("the %s starter", (id) => {
     // can break (the full type check of every starter is verify:all's, in CI).
     const dropped = new Set(exercise.takeOut.flatMap((part) => ("function" in part ? (part.helpers ?? []) : [])));
     const used: string[] = [];
-    const visit = (node: ts.Node) => {
+    const visit = (node: Node) => {
       if (ts.isIdentifier(node) && dropped.has(node.text)) used.push(`${node.text} at line ${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
       ts.forEachChild(node, visit);
     };

@@ -4,12 +4,14 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
 import { toolImplementations } from "../lib/tools.ts";
 import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
+const metaSchema = new Ajv({ allErrors: true });
 
 describe("every stage", () => {
   it("exists for s01 and s02 at least, numbered without gaps", () => {
@@ -39,6 +41,11 @@ describe("every stage", () => {
       // From s06: a registry of tool objects, and the one function every call goes through.
       expect(typeof stage.runTool).toBe("function");
       expect(stage.registry.getAllTools().map((t: { name: string }) => t.name).sort()).toEqual(schemaNames);
+    }
+    // Every schema is valid JSON Schema. This is where that is checked: a stage compiles its
+    // tools' schemas without checking them against the meta-schema, which costs more to compile.
+    for (const tool of stage.TOOLS as { name: string; input_schema: object }[]) {
+      expect(metaSchema.validateSchema(tool.input_schema), `${name}: ${tool.name}: ${metaSchema.errorsText(metaSchema.errors)}`).toBe(true);
     }
     // The tool tests find the stages that carry a tool by reading the files (stagesWithTool):
     // that reading must agree with what the stage gives the model.
