@@ -1352,7 +1352,7 @@ async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise
     const response = await get(url, await checkedAddresses(url), signal);
     const status = response.statusCode ?? 0;
     const location = response.headers.location;
-    if (status < 300 || status > 399 || !location) return readPage(response, url, url.href !== start.href, signal);
+    if (status < 300 || status > 399 || !location) return readResponse(response, url, url.href !== start.href, signal);
     response.destroy();
     if (redirects === MAX_REDIRECTS) throw new Error(`stopped after ${MAX_REDIRECTS} redirects: ${url} redirects again, to ${location}`);
     url = webUrl(location, url);
@@ -1365,14 +1365,14 @@ async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise
  * msw intercepts both, so the replay and the tests serve pages either way.
  */
 function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
-  const client = url.protocol === "https:" ? https : http;
+  const transport = url.protocol === "https:" ? https : http;
   const headers = {
     "user-agent": "agent-workbook (web_fetch)",
     accept: "text/html, text/plain, application/json, */*;q=0.5",
     "accept-encoding": "gzip, deflate, br", // what readBody can decompress
   };
   return new Promise((resolve, reject) => {
-    const request = client.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
+    const request = transport.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
     request.on("error", reject);
   });
 }
@@ -1386,7 +1386,7 @@ const pinnedLookup =
     options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
 
 /** The response as text for the model: cleaned HTML, text as it is, or one line for binary. */
-async function readPage(response: http.IncomingMessage, url: URL, redirected: boolean, signal: AbortSignal): Promise<string> {
+async function readResponse(response: http.IncomingMessage, url: URL, redirected: boolean, signal: AbortSignal): Promise<string> {
   const status = response.statusCode ?? 0;
   const type = response.headers["content-type"] ?? "";
   const mime = type.split(";")[0].trim().toLowerCase();
@@ -1590,9 +1590,6 @@ export const resolverFrom =
     if (!Object.hasOwn(hosts, host)) throw new Error(`${host} is not in the scenario's hosts`);
     return [hosts[host]];
   };
-
-/** Before an offline replay: names resolve from the scenario's `hosts`, never from the network. */
-export const prepareReplay = (scenario: Scenario) => useResolver(resolverFrom(scenario.hosts));
 
 /** Every address the URL's host stands for, each checked: one that is not public refuses the URL. */
 async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {
@@ -2004,6 +2001,9 @@ function endTurn(response: Message, messages: MessageParam[]): void {
 // #endregion end-turn
 
 // #region program
+/** Before an offline replay: names resolve from the scenario's `hosts`, never from the network. */
+export const prepareReplay = (scenario: Scenario) => useResolver(resolverFrom(scenario.hosts));
+
 export const main = (args = process.argv.slice(2)) =>
   runAsMain({ stage: "s05", title: "Ask the User", agentLoop, hasKey: API_KEY !== undefined, args, prepareReplay });
 

@@ -1856,14 +1856,14 @@ async function fetchFollowingRedirects(start: URL, signal: AbortSignal): Promise
  * msw intercepts both, so the replay and the tests serve pages either way.
  */
 function get(url: URL, addresses: dns.LookupAddress[], signal: AbortSignal): Promise<http.IncomingMessage> {
-  const client = url.protocol === "https:" ? https : http;
+  const transport = url.protocol === "https:" ? https : http;
   const headers = {
     "user-agent": "agent-workbook (web_fetch)",
     accept: "text/html, text/plain, application/json, */*;q=0.5",
     "accept-encoding": "gzip, deflate, br", // what readBody can decompress
   };
   return new Promise((resolve, reject) => {
-    const request = client.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
+    const request = transport.get(url, { headers, signal, lookup: pinnedLookup(addresses) }, resolve);
     request.on("error", reject);
   });
 }
@@ -2081,7 +2081,6 @@ export const resolverFrom =
     if (!Object.hasOwn(hosts, host)) throw new Error(`${host} is not in the scenario's hosts`);
     return [hosts[host]];
   };
-
 
 /** Every address the URL's host stands for, each checked: one that is not public refuses the URL. */
 async function checkedAddresses(url: URL): Promise<dns.LookupAddress[]> {

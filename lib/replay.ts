@@ -11,10 +11,12 @@ import type { HttpHandler } from "msw";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
 
-// msw's CommonJS build, for the reason lib/model.ts gives for the SDK's: about a hundred
-// modules that, imported, would each pass through tsx's loader thread on Node 20.
+// Only the parts of msw a replay uses, loaded with require for the reason lib/model.ts gives
+// for the SDK. msw's main entry would also load its GraphQL support: the graphql package,
+// over a hundred modules no replay needs, in every stage that replays. The answers are the
+// platform's own Response, which msw takes as they are.
 const require = createRequire(import.meta.url);
-const { http, HttpResponse } = require("msw") as typeof import("msw");
+const { http } = require("msw/core/http") as typeof import("msw/core/http");
 const { setupServer } = require("msw/node") as typeof import("msw/node");
 
 export interface Replay {
@@ -55,12 +57,12 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     const mismatch = unansweredCalls(body, scenario.replies.slice(0, index));
     if (mismatch) return refuse(problems, `request ${index + 1}: ${mismatch}`);
     next += 1;
-    return HttpResponse.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
+    return Response.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
   });
 
   const pages = Object.entries(scenario.web ?? {}).map(([url, page]) =>
     http.get(url, () =>
-      new HttpResponse(page.body, {
+      new Response(page.body, {
         status: page.status ?? 200,
         headers: { "content-type": page.contentType ?? "text/html; charset=utf-8", ...page.headers },
       }),
@@ -102,7 +104,7 @@ function idsOf(content: MessageCreateParams["messages"][number]["content"], type
 function refuse(problems: string[], problem: string) {
   problems.push(problem);
   // A 400 with x-should-retry: false, so the SDK reports it at once instead of retrying.
-  return HttpResponse.json(
+  return Response.json(
     { type: "error", error: { type: "invalid_request_error", message: `Replay: ${problem}` } },
     { status: 400, headers: { "x-should-retry": "false" } },
   );

@@ -60,8 +60,8 @@ const TOOL_REGIONS: Record<string, string[]> = {
   web_fetch: ["web-fetch", "web-address", "html-to-text"],
   ask_user: ["ask-user"],
 };
-/** What every tool may go through: the limits, the tool object and registry, the large-result wrapper. */
-const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one"];
+/** What every tool may go through: the limits, the tool object and registry, the large-result wrapper, Part I's argument checks. */
+const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one", "run-tool"];
 
 /**
  * What decides how a stage runs tool `name`: its shape (dispatch map or registry), the tool's
@@ -72,11 +72,16 @@ const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one
  * name (it runs at load), and any name that appears in the code, even in a string.
  */
 function implementationOf(text: string, name: string): string {
-  const regions = regionsOf(text);
-  const own = (TOOL_REGIONS[name] ?? []).map((region) => regions.get(region) ?? null);
-  const shared = SHARED_REGIONS.flatMap((region) => statementsOf(regions.get(region) ?? ""));
   // The test harness reaches a tool through these (lib/tools.ts toolCall), whatever it names.
-  const reached = identifiersIn(`${own.join("\n")} registry TOOL_HANDLERS`);
+  return JSON.stringify([text.includes("TOOL_HANDLERS"), regionsCode(text, TOOL_REGIONS[name] ?? [], "registry TOOL_HANDLERS")]);
+}
+
+/** The text of `names`' regions and of the shared statements they reach (see implementationOf). */
+function regionsCode(text: string, names: string[], callers = ""): string {
+  const regions = regionsOf(text);
+  const own = names.map((region) => regions.get(region) ?? null);
+  const shared = SHARED_REGIONS.flatMap((region) => statementsOf(regions.get(region) ?? ""));
+  const reached = identifiersIn(`${own.join("\n")} ${callers}`);
   const kept = new Set(shared.filter((statement) => declaredName(statement) === undefined));
   let grew = true;
   while (grew) {
@@ -88,7 +93,11 @@ function implementationOf(text: string, name: string): string {
       grew = true;
     }
   }
-  return JSON.stringify([text.includes("TOOL_HANDLERS"), ...own, shared.filter((statement) => kept.has(statement))]);
+  // Declarations as a set: the same ones in another region, or in another order, are the same
+  // code. What runs at load stays in its order.
+  const used = shared.filter((statement) => kept.has(statement));
+  const named = used.filter((statement) => declaredName(statement) !== undefined).sort();
+  return JSON.stringify([...own, used.filter((statement) => declaredName(statement) === undefined), named]);
 }
 
 /** A region's top-level statements, without its comments: each starts on a line that is not indented and does not close a bracket. */
@@ -130,11 +139,25 @@ export function offersTool(text: string, name: string): boolean {
  * A tool not listed in TOOL_REGIONS gets one group per stage.
  */
 export function toolImplementations(name: string, files: string[]): { ids: string[]; file: string }[] {
+  return groupStages(name, files, (text, file) => (TOOL_REGIONS[name] ? implementationOf(text, name) : file));
+}
+
+/**
+ * The same, grouped by `regions` alone (and the shared statements they reach), whatever shape
+ * calls the tool: for the tests of what those regions do, such as s04's HTML conversion, which
+ * is the same in the dispatch map of s04 and the registry of the capstone. The shapes
+ * themselves are tested per toolImplementations.
+ */
+export function regionImplementations(name: string, regions: string[], files: string[]): { ids: string[]; file: string }[] {
+  return groupStages(name, files, (text) => regionsCode(text, regions));
+}
+
+function groupStages(name: string, files: string[], keyOf: (text: string, file: string) => string): { ids: string[]; file: string }[] {
   const found = new Map<string, { ids: string[]; file: string }>();
   for (const file of files) {
     const text = readFileSync(file, "utf8");
     if (!offersTool(text, name)) continue;
-    const key = TOOL_REGIONS[name] ? implementationOf(text, name) : file;
+    const key = keyOf(text, file);
     const same = found.get(key);
     if (same) same.ids.push(stageIdOf(file));
     else found.set(key, { ids: [stageIdOf(file)], file });

@@ -7,7 +7,7 @@ import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
-import { toolImplementations } from "../lib/tools.ts";
+import { regionImplementations, toolImplementations } from "../lib/tools.ts";
 import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
@@ -121,6 +121,49 @@ describe("which stages share a tool's code (lib/tools.ts)", () => {
       expect(groups("atLoad")).toEqual([["s03"], ["s04"]]);
     } finally {
       for (const { dir } of Object.values(cases)) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("counts what the tool calls in Part I's run-tool wherever it is declared, and keeps what runs at load in its order", () => {
+    const check = 'if (typeof value !== "string") throw new Error(`"${name}" must be a string`);';
+    const region = (text: string, name: string, change: (body: string) => string) => {
+      const [start, end] = [text.indexOf(`// #region ${name}\n`), text.indexOf(`// #endregion ${name}`)];
+      return text.slice(0, start) + change(text.slice(start, end)) + text.slice(end);
+    };
+    const requireString = (text: string) => /\nfunction requireString\([\s\S]*?\n\}\n/.exec(text)![0];
+    const cases = {
+      // grep's pattern goes through requireString(), in run-tool: a change there changes grep.
+      changed: copies((text) => text.replace(check, check.replace("must be a string", "must be text"))),
+      // The same declaration moved to another shared region: the same code.
+      // (first in config, before the workspace() grep also reaches, where it came after).
+      moved: copies((text) => region(text.replace(requireString(text), "\n"), "config", (c) => c.replace("\n", requireString(text)))),
+      // Two statements that run at load, the other way round: not the same.
+      reordered: copies(
+        (text) => text.replace("process.umask(0o077);\nprocess.umask(0o022);", "process.umask(0o022);\nprocess.umask(0o077);"),
+        (text) => region(text, "config", (c) => `${c}process.umask(0o077);\nprocess.umask(0o022);\n`),
+      ),
+    };
+    try {
+      const groups = (name: keyof typeof cases) => toolImplementations("grep", cases[name].stageFiles).map((group) => group.ids);
+      expect(groups("changed")).toEqual([["s03"], ["s04"]]);
+      expect(groups("moved")).toEqual([["s03", "s04"]]);
+      expect(groups("reordered")).toEqual([["s03"], ["s04"]]);
+    } finally {
+      for (const { dir } of Object.values(cases)) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("groups by some regions alone, whatever shape calls the tool, for the tests of those regions", () => {
+    // s04 with another dispatch map: another shape for web_fetch, the same conversion.
+    const reshaped = copies((text) => text.replaceAll("TOOL_HANDLERS", "HANDLERS"));
+    const searchesOtherwise = copies((text) => text.replace("// #endregion grep", "const aChange = 1;\n// #endregion grep"));
+    try {
+      const regions = ["sandbox", "walk", "grep"];
+      expect(toolImplementations("grep", reshaped.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
+      expect(regionImplementations("grep", regions, reshaped.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
+      expect(regionImplementations("grep", regions, searchesOtherwise.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
+    } finally {
+      for (const { dir } of [reshaped, searchesOtherwise]) rmSync(dir, { recursive: true, force: true });
     }
   });
 });
