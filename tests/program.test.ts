@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { http as mswHttp, HttpResponse } from "msw";
+import { http as mswHttp } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { runProgram, type StageProgram } from "../lib/program.ts";
@@ -46,14 +46,14 @@ function useProvider() {
       mswHttp.post("*/v1/messages", async ({ request }) => {
         requests.push({ body: (await request.clone().json()) as MessageCreateParams, headers: request.headers });
         const answer = answers.shift();
-        if (answer === undefined) return HttpResponse.json({ type: "error", error: { type: "invalid_request_error", message: "no more answers" } }, { status: 400 });
-        if (answer === "no network") return HttpResponse.error();
+        if (answer === undefined) return Response.json({ type: "error", error: { type: "invalid_request_error", message: "no more answers" } }, { status: 400 });
+        if (answer === "no network") return Response.error();
         if ("status" in answer) {
           const body = answer.body ?? { type: "error", error: { type: "api_error", message: "invalid x-api-key" } };
           const headers = { "x-should-retry": answer.retry ? "true" : "false", "retry-after-ms": "1" };
-          return HttpResponse.json(body, { status: answer.status, headers });
+          return Response.json(body, { status: answer.status, headers });
         }
-        return HttpResponse.json(answer);
+        return Response.json(answer);
       }),
     );
     server.listen({ onUnhandledRequest: "error" });

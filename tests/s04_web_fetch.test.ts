@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import zlib from "node:zlib";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { http as mock, HttpResponse } from "msw";
+import { http as mock } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario, type Scenario, type ScenarioPage } from "../lib/scenario.ts";
@@ -45,7 +45,7 @@ const hits: string[] = [];
 const network = setupServer(
   mock.all("*", ({ request }) => {
     hits.push(request.url);
-    return HttpResponse.text("secret");
+    return new Response("secret");
   }),
 );
 

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
-import { http, HttpResponse } from "msw";
+import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario, type Scenario } from "../lib/scenario.ts";
@@ -83,7 +83,7 @@ function useModel() {
         const body = (await request.clone().json()) as MessageCreateParams;
         requests.push(body);
         const answered = await answer(body, request);
-        return answered instanceof Response ? answered : HttpResponse.json(answered);
+        return answered instanceof Response ? answered : Response.json(answered);
       }),
     );
     server.listen({ onUnhandledRequest: "error" });
@@ -92,7 +92,7 @@ function useModel() {
 }
 
 const failure = (status: number, message: string) =>
-  HttpResponse.json({ type: "error", error: { type: "api_error", message } }, { status, headers: { "x-should-retry": "false" } });
+  Response.json({ type: "error", error: { type: "api_error", message } }, { status, headers: { "x-should-retry": "false" } });
 const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The tool result a request's last message gives for one call. */
 const resultFor = (body: MessageCreateParams, id: string) => {

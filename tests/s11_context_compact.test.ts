@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync,
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { http, HttpResponse } from "msw";
+import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { runProgram, type StageProgram } from "../lib/program.ts";
@@ -323,7 +323,7 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     const { handlers, replay: served } = replayHandlers(scenario);
     const failing = http.post("*/v1/messages", async ({ request }) => {
       const body = (await request.clone().json()) as MessageCreateParams;
-      if (isSummaryRequest(body)) return HttpResponse.json({ type: "error", error: { type: "api_error", message: "overloaded" } }, { status: 500, headers: { "x-should-retry": "false" } });
+      if (isSummaryRequest(body)) return Response.json({ type: "error", error: { type: "api_error", message: "overloaded" } }, { status: 500, headers: { "x-should-retry": "false" } });
     });
     const server = setupServer(failing, ...handlers);
     server.listen({ onUnhandledRequest: "error" });
