@@ -9,6 +9,20 @@ const REGION = /^\/\/ ?#?(region|endregion) ([\w*-]+)$/;
  * because VitePress would silently include the whole file instead.
  */
 export function regionsOf(text: string): Map<string, string> {
+  // The docs checks and the tool grouping read the same few files many times over.
+  let regions = recent.get(text);
+  if (!regions) {
+    regions = readRegions(text);
+    recent.set(text, regions);
+    if (recent.size > RECENT_FILES) recent.delete(recent.keys().next().value!);
+  }
+  return new Map(regions);
+}
+
+const RECENT_FILES = 64;
+const recent = new Map<string, Map<string, string>>();
+
+function readRegions(text: string): Map<string, string> {
   const lines = text.split("\n");
   const regions = new Map<string, string>();
   const open = new Map<string, number>();

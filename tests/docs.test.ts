@@ -777,6 +777,11 @@ describe("regionsOf", () => {
     expect(() => regionsOf("// #endregion one")).toThrow(/never opened/);
     expect(() => regionsOf("// #region a\n// #endregion a\n// #region a\n// #endregion a")).toThrow(/opened twice/);
   });
+  it("gives each caller its own map, though a text read again is not parsed again", () => {
+    const text = "// #region one\nx\n// #endregion one";
+    regionsOf(text).delete("one");
+    expect(regionsOf(text).get("one")).toBe("x");
+  });
 });
 
 describe("what changed from the parent, computed with the diff package", () => {
