@@ -8,7 +8,7 @@
 // These read files only: they never build the site and never touch the network.
 // Each check is a function of a repository root, so it is also run against a broken copy
 // in a temporary folder, to show that it fails when it should.
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -557,11 +557,16 @@ describe("the checks catch broken docs", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-docs-"));
     copies.push(dir);
     cpSync(path.join(REPO_ROOT, "docs"), path.join(dir, "docs"), { recursive: true });
-    cpSync(path.join(REPO_ROOT, "package.json"), path.join(dir, "package.json"));
+    // One file at a time with copyFileSync: cpSync checks every folder above a file it copies.
+    const copy = (from: string, to: string) => {
+      mkdirSync(path.dirname(to), { recursive: true });
+      copyFileSync(from, to);
+    };
+    copy(path.join(REPO_ROOT, "package.json"), path.join(dir, "package.json"));
     for (const [id, name] of stages(REPO_ROOT)) {
-      cpSync(path.join(REPO_ROOT, "agents", name), path.join(dir, "agents", name));
+      copy(path.join(REPO_ROOT, "agents", name), path.join(dir, "agents", name));
       const demo = path.join(REPO_ROOT, "fixtures", id, "demo.json");
-      if (existsSync(demo)) cpSync(demo, path.join(dir, "fixtures", id, "demo.json"));
+      if (existsSync(demo)) copy(demo, path.join(dir, "fixtures", id, "demo.json"));
     }
     return dir;
   }
