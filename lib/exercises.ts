@@ -181,7 +181,7 @@ export async function starterOf(
   const ts = typescript();
   const stageFile = options.stageFile ?? stageFileOf(exercise);
   const lang = options.lang ?? "en";
-  const source = parsed(ts, stageFile, stageText);
+  const source = parsed(stageFile, stageText);
   const edits: Edit[] = [];
   const shown = path.relative(REPO_ROOT, stageFile);
   for (const part of exercise.takeOut) {
@@ -207,13 +207,16 @@ export async function starterOf(
   return banner + applyEdits(stageText, edits);
 }
 
-// A stage is parsed to make its starter and again to put its code back: the same text, so the
-// same tree (read only). A stage file takes a good part of a tenth of a second to parse.
+// A stage is parsed to make its starter and again to put its code back, and a starter to put
+// the code back and by the tests: the same text, so the same tree (read only). A stage file
+// takes a good part of a tenth of a second to parse.
 const parses = new Map<string, import("typescript").SourceFile>();
-function parsed(ts: TS, file: string, text: string): import("typescript").SourceFile {
+/** The compiler's parse of `text` as the TypeScript file `file` (its parseDiagnostics included). */
+export function parsed(file: string, text: string): import("typescript").SourceFile {
   const key = `${file}\0${text}`;
   let source = parses.get(key);
   if (!source) {
+    const ts = typescript();
     source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
     parses.set(key, source);
     if (parses.size > 16) parses.delete(parses.keys().next().value!);
@@ -244,8 +247,8 @@ function starterBanner(exercise: Exercise, stageFile: string, lang: Lang): strin
  */
 export async function solvedCopy(exercise: Exercise, starterText: string, stageText: string, stageFile = stageFileOf(exercise)): Promise<string> {
   const ts = typescript();
-  const stage = parsed(ts, stageFile, stageText);
-  const starter = ts.createSourceFile("starter.ts", starterText, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const stage = parsed(stageFile, stageText);
+  const starter = parsed("starter.ts", starterText);
   const shown = path.relative(REPO_ROOT, stageFile);
   const edits: Edit[] = [];
   const helperNames = new Set(exercise.takeOut.flatMap((part) => ("function" in part ? (part.helpers ?? []) : [])));

@@ -22,6 +22,7 @@ import {
   exerciseIds,
   loadExercise,
   notWrittenMessage,
+  parsed,
   runChecks,
   say,
   solvedCopy,
@@ -127,9 +128,10 @@ describe.each(ids)("the %s starter", (id) => {
   it("is the stage file with only the named parts taken out, each marked TODO; it parses, uses nothing it took out, and gives back the stage when solved", async () => {
     const stage = stageText(exercise);
     const text = await starter(exercise, path.dirname(stageFileOf(exercise)));
-    // Parsed once, for the syntax errors and for the uses below (the compiler's own parse: a
-    // full transpile would also bind and emit, several times the cost, to report the same).
-    const source = ts.createSourceFile("starter.ts", text, ts.ScriptTarget.Latest, true);
+    // Parsed once, for the syntax errors, for the uses below and for solvedCopy (the compiler's
+    // own parse: a full transpile would also bind and emit, several times the cost, to report
+    // the same).
+    const source = parsed("starter.ts", text);
     const syntaxErrors = (source as unknown as { parseDiagnostics?: Diagnostic[] }).parseDiagnostics;
     expect(syntaxErrors, "the parser's diagnostics").toBeDefined();
     expect(syntaxErrors!.map((d) => ts.flattenDiagnosticMessageText(d.messageText, " "))).toEqual([]);
