@@ -7,7 +7,7 @@ export default defineConfig({
     // Test files run in child processes, so a test may change directory into its own temporary
     // workspace (worker threads cannot chdir). Four at a time even on two cores: many tests
     // wait on a timer or a child process, not the processor, and more files fill that time (on
-    // this project's two-core machine, taken in turns: 27-31 s with four, 31-33 s with three).
+    // this project's two-core machine, twelve runs of each in turns: 27-32 s with four, 30-34 s with three).
     pool: "forks",
     maxWorkers: Math.max(4, availableParallelism() - 1),
     // Files share a worker, so the packages load once per worker; tests/setup.ts gives each

@@ -427,14 +427,33 @@ export function runProgram(command: string, args: string[], options: { cwd: stri
   });
 }
 
+/** When a tool that blocks on a FIFO is released (see msOnFifo). */
+export const FIFO_RELEASE_MS = 2000;
+
+/**
+ * How long `attempt` on the FIFO `file` takes to settle. A tool that blocks on the FIFO (this
+ * thread stuck in open, read or write, where no timer can fire) is released after
+ * FIFO_RELEASE_MS, so such a test fails with a message instead of hanging the run. Only the
+ * attempt is timed, not the release's own start and end: a refusal well under
+ * FIFO_RELEASE_MS did not wait, even on a busy machine.
+ */
+export async function msOnFifo(file: string, attempt: () => Promise<unknown>): Promise<number> {
+  const release = releaseFifoAfter(file, FIFO_RELEASE_MS);
+  const started = Date.now();
+  try {
+    await attempt();
+    return Date.now() - started;
+  } finally {
+    await release.stop();
+  }
+}
+
 /**
  * After `ms`, open the FIFO `file` from a worker thread as the other end, write a line, wait a
- * moment and close it. A tool that blocks on the FIFO (this thread stuck in open, read or
- * write, where no timer can fire) is released, so such a test fails with a message instead of
- * hanging the run. Opening a FIFO for reading and writing never blocks (Linux). stop() ends
- * the worker, before it touches the FIFO when the tool did not block.
+ * moment and close it. Opening a FIFO for reading and writing never blocks (Linux). stop()
+ * ends the worker, before it touches the FIFO when the tool did not block.
  */
-export function releaseFifoAfter(file: string, ms: number): { stop(): Promise<number> } {
+function releaseFifoAfter(file: string, ms: number): { stop(): Promise<number> } {
   const worker = new Worker(
     `const { workerData } = require("node:worker_threads");
      const fs = require("node:fs");

@@ -8,7 +8,7 @@ import {
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { editFileOf, releaseFifoAfter, runProgram, stagesWithTool, toolOf, toolParameters, TSX_LOADER, useOutside, useWorkspace } from "./helpers.ts";
+import { editFileOf, FIFO_RELEASE_MS, msOnFifo, runProgram, stagesWithTool, toolOf, toolParameters, TSX_LOADER, useOutside, useWorkspace } from "./helpers.ts";
 
 const isRoot = process.getuid?.() === 0;
 const modeOf = (file: string) => statSync(file).mode & 0o777;
@@ -149,20 +149,9 @@ describe.each(readStages)("%s read_file", (_stage, file) => {
 
   it("refuses a FIFO at once, with the program not blocked", async () => {
     execFileSync("mkfifo", ["pipe"]);
-    // Should the read block, the main thread waits where no timer can fire: the release lets
-    // the test fail with a message rather than hang.
-    const release = releaseFifoAfter("pipe", 2000);
-    const started = Date.now();
-    let took = Infinity;
-    try {
-      await expect(read({ path: "pipe" })).rejects.toThrow("pipe is a FIFO (named pipe), not a regular file; only regular files are read");
-      took = Date.now() - started;
-    } finally {
-      await release.stop();
-    }
-    // A blocked read would wait for the release at 2000 ms; the refusal comes well before it,
-    // even on a busy machine (the release's own start and end are not counted).
-    expect(took).toBeLessThan(1000);
+    const took = await msOnFifo("pipe", () => expect(read({ path: "pipe" })).rejects.toThrow("pipe is a FIFO (named pipe), not a regular file; only regular files are read"));
+    // A blocked read would wait for the release; the refusal comes well before it.
+    expect(took).toBeLessThan(FIFO_RELEASE_MS / 2);
   });
 
   it("refuses a socket, saying what it is", async () => {
@@ -288,17 +277,9 @@ describe.each(await stagesWithTool("write_file"))("%s write_file", (_stage, file
   it.skipIf(!isRoot)("refuses a FIFO that belongs to another user at once, with the program not blocked (run as root)", async () => {
     execFileSync("mkfifo", ["theirs.pipe"]);
     chownSync("theirs.pipe", 12345, 12345);
-    const release = releaseFifoAfter("theirs.pipe", 2000);
-    const started = Date.now();
-    let took = Infinity;
-    try {
-      await expect(write({ path: "theirs.pipe", content: "x" })).rejects.toThrow(/theirs\.pipe is a FIFO \(named pipe\), not a regular file/);
-      took = Date.now() - started;
-    } finally {
-      await release.stop();
-    }
-    // A blocked open would wait for the release at 2000 ms; the refusal comes well before it.
-    expect(took).toBeLessThan(1000);
+    const took = await msOnFifo("theirs.pipe", () => expect(write({ path: "theirs.pipe", content: "x" })).rejects.toThrow(/theirs\.pipe is a FIFO \(named pipe\), not a regular file/));
+    // A blocked open would wait for the release; the refusal comes well before it.
+    expect(took).toBeLessThan(FIFO_RELEASE_MS / 2);
   });
 });
 
