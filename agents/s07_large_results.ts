@@ -875,9 +875,11 @@ type Walk = { files: FoundFile[]; unreadable: string[] };
 /**
  * The .gitignore rules in force in a folder: one entry per folder on the way down that has a
  * .gitignore. `byName`: none of its rules has a / before its end (`dist/`, `*.log`), so each
- * may match at any depth and asking about an entry's name is enough; `seen` keeps the answers.
+ * may match at any depth and asking about an entry's name is enough. The library keeps every
+ * answer it gave, so a name that comes up in folder after folder (src/, index.ts) is worked
+ * out once.
  */
-type Rules = { base: string; rules: Ignore; byName: boolean; seen: Map<string, boolean | undefined> }[];
+type Rules = { base: string; rules: Ignore; byName: boolean }[];
 
 /**
  * The files under `folder` that match a glob pattern, named relative to the workspace.
@@ -950,7 +952,7 @@ function listFolder(full: string, shown: string, rules: Rules) {
 
 function gitignore(base: string, text: string): Rules[number] {
   const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "" && !line.startsWith("#"));
-  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")), seen: new Map() };
+  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")) };
 }
 
 /**
@@ -961,7 +963,7 @@ function gitignore(base: string, text: string): Rules[number] {
 function ignoredBy(levels: Rules, relative: string, name: string): boolean {
   let ignored = false;
   for (const level of levels) {
-    const verdict = level.byName ? verdictByName(level, name) : verdictOf(level.rules, level.base ? relative.slice(level.base.length + 1) : relative);
+    const verdict = verdictOf(level.rules, level.byName ? name : level.base ? relative.slice(level.base.length + 1) : relative);
     if (verdict !== undefined) ignored = verdict;
   }
   return ignored;
@@ -971,12 +973,6 @@ function ignoredBy(levels: Rules, relative: string, name: string): boolean {
 function verdictOf(rules: Ignore, relative: string): boolean | undefined {
   const { ignored, unignored } = rules.test(relative);
   return ignored ? true : unignored ? false : undefined;
-}
-
-/** The same names come up in folder after folder (src/, index.ts): each is asked once. */
-function verdictByName(level: Rules[number], name: string): boolean | undefined {
-  if (!level.seen.has(name)) level.seen.set(name, verdictOf(level.rules, name));
-  return level.seen.get(name);
 }
 
 /**
