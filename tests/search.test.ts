@@ -362,6 +362,16 @@ describe.each(await stagesWithTool("glob"))("%s glob", (_stage, file) => {
     expect(await sorted({ pattern: "**/*.{js,ts}", path: "src" })).toEqual(["src/b.ts", "src/d.js", "src/deep/c.ts"]);
   });
 
+  it("matches **/name against the name alone, and a longer pattern part by part", async () => {
+    files({ "ab.ts": "", "x/ab.ts": "", "a/b.ts": "", "x/a/b.ts": "", "src/c.ts": "", "x/src/c.ts": "", "y/src": "", "lib/src/d.js": "" });
+    // The * of a*.ts never takes a /: b.ts in a folder named a is no match.
+    expect(await sorted({ pattern: "**/a*.ts" })).toEqual(["ab.ts", "x/ab.ts"]);
+    expect(await sorted({ pattern: "**/*" })).toEqual(["a/b.ts", "ab.ts", "lib/src/d.js", "src/c.ts", "x/a/b.ts", "x/ab.ts", "x/src/c.ts", "y/src"]);
+    // Three parts: the file must be right inside a folder named src, at any depth.
+    expect(await sorted({ pattern: "**/src/*.ts" })).toEqual(["src/c.ts", "x/src/c.ts"]);
+    expect(await sorted({ pattern: "**/src" })).toEqual(["y/src"]);
+  });
+
   it("knows ?, [a-c], [!a], ranges {1..3} and {01..03}, nested braces, dotfiles and \\ escapes", async () => {
     files({
       "a1.txt": "", "b2.txt": "", "c3.txt": "", "d4.txt": "", "v01.log": "", "v03.log": "", "v3.log": "",
