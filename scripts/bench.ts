@@ -36,7 +36,7 @@ const option = (name: string) => {
 const OUT = path.resolve(REPO_ROOT, option("--out") ?? "bench/results.json");
 // Each figure is the best of several runs, taken in turns with what it is compared with: on a
 // shared machine other work only ever adds time, so the fastest run is the truest one.
-const RUNS = 4; // timed runs of each search, after one to warm up
+const RUNS = 6; // timed runs of each search, after one to warm up: enough that a slow spell seldom covers them all
 const START_RUNS = 3;
 const SEED = 1;
 
