@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { SlowestFirst } from "./tests/sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -14,6 +15,8 @@ export default defineConfig({
     // file fresh copies of the stages and puts back what a file changed.
     isolate: false,
     setupFiles: ["tests/setup.ts"],
+    // The slowest files first, even in a fresh clone, which has no record of an earlier run.
+    sequence: { sequencer: SlowestFirst },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // What a learner's shell holds must not change a test: no key, no provider, no model.

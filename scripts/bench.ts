@@ -6,7 +6,8 @@
 //      its first line and to its end, against `tsx -e ''` and `node -e ''`;
 //   3. edit versus write: the bytes of a call that changes one line of a 1,000-line file;
 //   4. context per demo: the bytes of each request each stage's demo sends to the model;
-//   5. the test suite's wall time (`npm test`, once).
+//   5. the test suite's wall time (`npm test`, once), and each test file's time, by which
+//      `npm test` starts the slowest files first (tests/sequencer.ts).
 //
 // It prints a progress line while it works, then the tables, and writes the figures, with
 // the date, the machine and the command, to bench/results.json (the docs' benchmarks page
@@ -16,14 +17,14 @@
 //   npm run bench -- --skip-tests      without the test suite
 //   npm run bench -- --out other.json  write the figures elsewhere
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
 import { toolImplementations } from "../lib/tools.ts";
 import { demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
-import { formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
+import { fileDurations, formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, ripgrepVersion, runRipgrep, SEARCH_CASES } from "./bench/search.ts";
 import { timeStart } from "./bench/start.ts";
 import { generateTree } from "./bench/tree.ts";
@@ -215,18 +216,24 @@ console.log(`\nThe figures are in ${path.relative(process.cwd(), OUT) || OUT}.`)
 // A stage's demo may leave a helper process behind (s08's MCP server); the bench is done.
 process.exit(0);
 
-/** `npm test` once, in the repository: its wall time, exit code and summary line. */
+/** `npm test` once, in the repository: its wall time, exit code, summary line and each file's time. */
 function runTests(): Promise<NonNullable<BenchResults["tests"]>> {
+  // Vitest's JSON report as well as its usual one, for each file's time.
+  const report = path.join(mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tests-")), "report.json");
+  const reporters = ["--reporter=default", "--reporter=json", `--outputFile.json=${report}`];
   return new Promise((resolve) => {
     const before = performance.now();
-    const child = spawn("npm", ["test", "--silent"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn("npm", ["test", "--silent", "--", ...reporters], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.on("close", (code) => {
       // vitest's summary line: "Tests  312 passed (312)" or "Tests  2 failed | 310 passed (312)".
       const summary = /^\s*Tests\s+(\d.*)$/m.exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]?.trim() ?? "";
-      resolve({ ms: performance.now() - before, code, summary });
+      const ms = performance.now() - before;
+      const files = existsSync(report) ? fileDurations(JSON.parse(readFileSync(report, "utf8")), REPO_ROOT) : undefined;
+      rmSync(path.dirname(report), { recursive: true, force: true });
+      resolve({ ms, code, summary, files });
     });
   });
 }

@@ -4,16 +4,19 @@
 // committed figures have the shape the docs page reads. The bench itself (`npm run bench`)
 // takes minutes and is not run here.
 import { createHash } from "node:crypto";
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { TestSpecification, Vitest } from "vitest/node";
+import config from "../vitest.config.ts";
 import { thousandLines } from "../scripts/bench/context.ts";
-import { formatResults, table, targetsOf, type BenchResults, type SearchRow } from "../scripts/bench/report.ts";
+import { fileDurations, formatResults, table, targetsOf, type BenchResults, type SearchRow } from "../scripts/bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, SEARCH_CASES } from "../scripts/bench/search.ts";
 import { timeStart } from "../scripts/bench/start.ts";
 import { generateTree } from "../scripts/bench/tree.ts";
 import { REPO_ROOT } from "./helpers.ts";
+import { committedDurations, SlowestFirst, slowestFirst } from "./sequencer.ts";
 
 const folders: string[] = [];
 const folder = () => {
@@ -182,6 +185,61 @@ describe("the bench's figures", () => {
     expect(Object.keys(committed.machine).sort()).toEqual(["cores", "cpu", "memoryGB", "node", "platform"]);
     expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench"]);
     for (const key of ["search", "start", "editVersusWrite", "context", "tests", "tree", "benchMs"]) expect(committed, key).toHaveProperty(key);
+  });
+
+  it("take each test file's time from Vitest's report, by its path from the root, slowest first", () => {
+    const root = path.join(os.tmpdir(), "repo");
+    const report = {
+      testResults: [
+        { name: path.join(root, "tests", "quick.test.ts"), startTime: 1000, endTime: 1250.4 },
+        { name: path.join(root, "tests", "slow.test.ts"), startTime: 900, endTime: 9900 },
+      ],
+    };
+    expect(Object.entries(fileDurations(report, root))).toEqual([
+      ["tests/slow.test.ts", 9000],
+      ["tests/quick.test.ts", 250],
+    ]);
+  });
+});
+
+describe("the order of the test files (tests/sequencer.ts)", () => {
+  it("starts the files no figure knows first, then the slowest down, equal ones as they came", () => {
+    const times: Record<string, number | undefined> = { a: 300, b: undefined, c: 9000, d: 300, e: undefined, f: 20 };
+    expect(slowestFirst(Object.keys(times), (name) => times[name])).toEqual(["b", "e", "c", "a", "d", "f"]);
+  });
+
+  it("takes a file's time from Vitest's record of the last run, and otherwise from the committed bench figures", async () => {
+    const root = folder();
+    mkdirSync(path.join(root, "bench"));
+    const committed = { "tests/a.test.ts": 100, "tests/b.test.ts": 5000, "tests/c.test.ts": 200 };
+    writeFileSync(path.join(root, "bench", "results.json"), JSON.stringify({ tests: { ms: 1, code: 0, summary: "", files: committed } }));
+    // This machine's last run knew c, and found it the slowest; a and b it did not run.
+    const lastRun: Record<string, { duration: number; failed: boolean }> = { ":tests/c.test.ts": { duration: 8000, failed: false } };
+    const ctx = { config: { root }, cache: { getFileTestResults: (key: string) => lastRun[key] } };
+    const spec = (name: string) => ({ moduleId: path.join(root, "tests", name), project: { name: "" } });
+    const sequencer = new SlowestFirst(ctx as unknown as Vitest);
+    const files = ["a.test.ts", "b.test.ts", "c.test.ts", "new.test.ts"].map(spec) as unknown as TestSpecification[];
+    const order = (await sequencer.sort(files)).map((file) => path.basename(file.moduleId));
+    expect(order).toEqual(["new.test.ts", "c.test.ts", "b.test.ts", "a.test.ts"]);
+    // Without the figures (a fresh clone before any bench, or an old file), the record alone.
+    rmSync(path.join(root, "bench", "results.json"));
+    expect((await sequencer.sort(files)).map((file) => path.basename(file.moduleId))).toEqual(["a.test.ts", "b.test.ts", "new.test.ts", "c.test.ts"]);
+  });
+
+  it("reads no figures from a results file that is missing, unreadable or without the test suite", () => {
+    const dir = folder();
+    const file = path.join(dir, "results.json");
+    expect(committedDurations(file)).toEqual({});
+    writeFileSync(file, "{ not json");
+    expect(committedDurations(file)).toEqual({});
+    writeFileSync(file, JSON.stringify({ tests: null }));
+    expect(committedDurations(file)).toEqual({});
+    writeFileSync(file, JSON.stringify({ tests: { ms: 1, code: 0, summary: "", files: { "tests/x.test.ts": 5 } } }));
+    expect(committedDurations(file)).toEqual({ "tests/x.test.ts": 5 });
+  });
+
+  it("is the order npm test uses", () => {
+    expect(config.test?.sequence?.sequencer).toBe(SlowestFirst);
   });
 });
 

@@ -1,5 +1,6 @@
 // The bench's figures: their shape in bench/results.json, the targets they are held to, and
 // the tables printed at the end. Pure functions, so the tests can check them without a run.
+import path from "node:path";
 
 export interface SearchRow {
   stage: string;
@@ -63,11 +64,18 @@ export interface BenchResults {
   start: { nodeMs: number; tsxMs: number; stages: StartRow[] } | null;
   editVersusWrite: EditRow[];
   context: ContextRow[];
-  tests: { ms: number; code: number | null; summary: string } | null;
+  /** `files`: each test file's time in that run, by its path from the root; `npm test` starts the slowest first (tests/sequencer.ts). */
+  tests: { ms: number; code: number | null; summary: string; files?: Record<string, number> } | null;
   benchMs: number;
   /** Where the bench's time went, part by part (milliseconds). */
   partsMs?: Record<string, number>;
   targets: Target[];
+}
+
+/** Each test file's time from Vitest's JSON report (start to end, whole milliseconds), by its path from `root`, slowest first. */
+export function fileDurations(report: { testResults: { name: string; startTime: number; endTime: number }[] }, root: string): Record<string, number> {
+  const rows = report.testResults.map((file) => [path.relative(root, file.name).split(path.sep).join("/"), Math.round(file.endTime - file.startTime)] as const);
+  return Object.fromEntries(rows.sort((a, b) => b[1] - a[1]));
 }
 
 export const LIMITS = { grep: 2, glob: 3, firstLine: 2, testsMs: 30_000, benchMs: 180_000 };
