@@ -17,6 +17,7 @@
 // through lib/session.ts, the same engine the demo and the tests use.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -120,6 +121,57 @@ export interface StageModule {
 export const EXERCISES_DIR = path.join(REPO_ROOT, "exercises");
 export const WORKSHOP_DIR = path.join(REPO_ROOT, "workshop");
 
+/** A folder as a command run from the workbook's root (where `npm run` runs) names it: relative inside the workbook, whole outside. */
+export function fromRoot(dir: string): string {
+  const relative = path.relative(REPO_ROOT, path.resolve(dir));
+  return relative && !relative.startsWith("..") && !path.isAbsolute(relative) ? relative.split(path.sep).join("/") : path.resolve(dir);
+}
+
+/** How a command names the folder of the copies: nothing for workshop/, otherwise ` --dir <folder>`. */
+export const dirOption = (dir: string): string => (path.resolve(dir) === WORKSHOP_DIR ? "" : ` --dir ${fromRoot(dir)}`);
+
+/**
+ * Why a copy in `dir` could not run as the stage does, or nothing if it can. A copy is an ES
+ * module (it awaits at its top level) that imports the workbook's packages, and Node loads a
+ * .ts file as an ES module only under a package.json saying "type": "module", and finds
+ * packages only in a node_modules above the file. Inside the workbook both hold; a folder
+ * elsewhere usually has neither, and the copy would fail with a misleading syntax error.
+ */
+export function folderProblem(dir: string): Text | undefined {
+  const where = path.resolve(dir);
+  const esm = nearestPackageType(where) === "module";
+  let packages = true;
+  try {
+    createRequire(path.join(where, "copy.js")).resolve("@anthropic-ai/sdk");
+  } catch {
+    packages = false;
+  }
+  if (esm && packages) return undefined;
+  const why = [
+    ...(esm ? [] : [say('no package.json in or above it says "type": "module", so Node would load the copy as CommonJS', '"type": "module" と書いた package.json がそのフォルダーにも上にもないので、Node はコピーを CommonJS として読み込みます')]),
+    ...(packages ? [] : [say("no node_modules in or above it holds the workbook's packages", "教材のパッケージが入った node_modules がそのフォルダーにも上にもありません")]),
+  ];
+  return say(
+    `A copy in ${where} could not run: ${why.map((w) => w.en).join(", and ")}. Use a folder inside the workbook: workshop/ (the default), or one such as workshop/<name> with --dir.`,
+    `${where} のコピーは動きません。${why.map((w) => w.ja).join("。また、")}。教材の中のフォルダーを使ってください。既定の workshop/ か、--dir で workshop/<名前> などを指定します。`,
+  );
+}
+
+/** The "type" of the package.json nearest above `dir` ("commonjs" when it names none), or undefined if there is none. */
+function nearestPackageType(dir: string): string | undefined {
+  for (let at = dir; ; at = path.dirname(at)) {
+    const file = path.join(at, "package.json");
+    if (existsSync(file)) {
+      try {
+        return (JSON.parse(readFileSync(file, "utf8")) as { type?: string }).type ?? "commonjs";
+      } catch {
+        return "commonjs";
+      }
+    }
+    if (path.dirname(at) === at) return undefined;
+  }
+}
+
 /** The exercises there are: exercises/<id>.ts, in order. */
 export function exerciseIds(dir = EXERCISES_DIR): string[] {
   if (!existsSync(dir)) return [];
@@ -203,7 +255,7 @@ export async function starterOf(
     }
   }
   edits.push(...importEdits(ts, source, path.dirname(stageFile), options.destDir));
-  const banner = starterBanner(exercise, shown, lang);
+  const banner = starterBanner(exercise, shown, lang, options.destDir);
   return banner + applyEdits(stageText, edits);
 }
 
@@ -224,19 +276,21 @@ export function parsed(file: string, text: string): import("typescript").SourceF
   return source;
 }
 
-function starterBanner(exercise: Exercise, stageFile: string, lang: Lang): string {
+function starterBanner(exercise: Exercise, stageFile: string, lang: Lang, destDir: string): string {
   const id = exercise.stage;
+  const dir = dirOption(destDir);
+  const copy = `${fromRoot(destDir)}/${id}.ts`;
   const lines =
     lang === "ja"
       ? [
-          `// 演習 ${id}「${exercise.title.ja}」のあなたのコピーです（${stageFile} から \`npm run exercise -- ${id}\` で作りました）。`,
+          `// 演習 ${id}「${exercise.title.ja}」のあなたのコピーです（${stageFile} から \`npm run exercise -- ${id}${dir}\` で作りました）。`,
           `// TODO(${id}) の箇所を書いてください。課題: docs/ja/exercises/${id}.md`,
-          `// 確かめる: npm run verify -- ${id}    動かす: npx tsx workshop/${id}.ts（キーなしなら記録済みのデモを再生）`,
+          `// 確かめる: npm run verify -- ${id}${dir}    動かす: npx tsx ${copy}（キーなしなら記録済みのデモを再生）`,
         ]
       : [
-          `// Your copy of exercise ${id}, "${exercise.title.en}", made from ${stageFile} by \`npm run exercise -- ${id}\`.`,
+          `// Your copy of exercise ${id}, "${exercise.title.en}", made from ${stageFile} by \`npm run exercise -- ${id}${dir}\`.`,
           `// Write what each TODO(${id}) asks. The task: docs/exercises/${id}.md`,
-          `// Check it: npm run verify -- ${id}    Run it: npx tsx workshop/${id}.ts (no key: replays the recorded demo)`,
+          `// Check it: npm run verify -- ${id}${dir}    Run it: npx tsx ${copy} (no key: replays the recorded demo)`,
         ];
   return lines.join("\n") + "\n";
 }

@@ -5,11 +5,15 @@
 //   npm run exercise -- s02            make workshop/s02.ts (never overwrites work without asking)
 //   npm run exercise -- s02 --force    start again: the old copy is kept beside it as a .bak
 //   npm run exercise -- s02 --lang ja  TODO comments and messages in Japanese
+//   npm run exercise -- s02 --dir workshop/pair2
+//                                      the copy in another folder inside the workbook (not
+//                                      outside it: there Node would not load it as an ES
+//                                      module, nor find the packages it imports)
 import { copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline/promises";
 import { fileURLToPath } from "node:url";
-import { stageFileOf, starterOf, type Exercise, type Lang } from "../lib/exercises.ts";
+import { dirOption, folderProblem, stageFileOf, starterOf, type Exercise, type Lang } from "../lib/exercises.ts";
 import { REPO_ROOT } from "../lib/stages.ts";
 import { findExercise, forgetHints, parseOptions, shown } from "./verify.ts";
 
@@ -63,6 +67,11 @@ export async function main(argv: string[], askPerson: AskPerson = askAtTerminal)
     return 1;
   }
   const words = WORDS[options.lang];
+  const folder = folderProblem(options.dir);
+  if (folder) {
+    console.log(folder[options.lang]);
+    return 1;
+  }
   const file = path.join(options.dir, `${exercise.stage}.ts`);
   const stageFile = stageFileOf(exercise);
   const stageText = readFileSync(stageFile, "utf8");
@@ -80,7 +89,7 @@ export async function main(argv: string[], askPerson: AskPerson = askAtTerminal)
     if (!options.force) {
       const answer = askPerson(words.question(shown(file), shown(backup)));
       if (answer === undefined) {
-        console.log(words.refused(shown(file), exercise.stage));
+        console.log(words.refused(shown(file), exercise.stage + dirOption(options.dir)));
         return 1;
       }
       if (!(await answer)) {
@@ -96,11 +105,11 @@ export async function main(argv: string[], askPerson: AskPerson = askAtTerminal)
   writeEditorConfig(options.dir);
   writeFileSync(file, starter);
   forgetHints(options.dir, exercise.stage);
-  for (const line of nextSteps(exercise, file, stageFile, options.lang)) console.log(line);
+  for (const line of nextSteps(exercise, file, stageFile, options)) console.log(line);
   return 0;
 }
 
-function nextSteps(exercise: Exercise, file: string, stageFile: string, lang: Lang): string[] {
+function nextSteps(exercise: Exercise, file: string, stageFile: string, { lang, dir }: { lang: Lang; dir: string }): string[] {
   const words = WORDS[lang];
   const page = lang === "ja" ? `docs/ja/exercises/${exercise.stage}.md` : `docs/exercises/${exercise.stage}.md`;
   return [
@@ -110,7 +119,7 @@ function nextSteps(exercise: Exercise, file: string, stageFile: string, lang: La
     ...exercise.takeOut.map((part) => `  - ${"function" in part ? `${part.function}()` : part.entries}: ${part.task[lang]}`),
     "",
     words.task(page),
-    words.check(exercise.stage),
+    words.check(exercise.stage + dirOption(dir)),
     words.run(shown(file)),
   ];
 }

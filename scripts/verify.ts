@@ -7,6 +7,7 @@
 //   npm run verify -- s02 --solution   the same checks against the reference (the stage file)
 //   npm run verify -- s02 --watch      check again on every save
 //   npm run verify -- s02 --lang ja    in Japanese (also when LANG starts with ja)
+//   npm run verify -- s02 --dir workshop/pair2   the copy made with the same --dir
 //   npm run verify:all                 CI: every exercise's starter fails, its solution passes
 //
 // The checks run in a child process (lib/exercises.ts), so a copy whose loop never returns
@@ -18,7 +19,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   DEFAULT_TIME_LIMIT_MS,
+  dirOption,
   exerciseIds,
+  folderProblem,
   GENEROUS_TIME_LIMIT_MS,
   loadExercise,
   runChecksApart,
@@ -224,7 +227,7 @@ export function resultLine(exercise: Exercise, result: CheckResult, index: numbe
 }
 
 /** What follows the lines: the first failure in words, with a hint, and the count. */
-export function reportEnd(exercise: Exercise, results: CheckResult[], options: { lang: Lang; hintLevel?: number; runCommand: string }): string[] {
+export function reportEnd(exercise: Exercise, results: CheckResult[], options: { lang: Lang; hintLevel?: number; runCommand: string; dir?: string }): string[] {
   const words = WORDS[options.lang];
   const passed = results.filter((r) => r.status === "passed").length;
   const total = exercise.requirements.length;
@@ -240,7 +243,7 @@ export function reportEnd(exercise: Exercise, results: CheckResult[], options: {
     `  ${words.actual} ${(first.actual ?? say0())[options.lang]}`,
     `  ${words.hint(level)}: ${requirement.hints[level - 1][options.lang]}`,
   ];
-  lines.push(level < 3 ? `  ${dim(words.nextHint(exercise.stage))}` : `  ${dim(words.lastHint(shown(stageFileOf(exercise)), exercise.stage))}`);
+  lines.push(level < 3 ? `  ${dim(words.nextHint(exercise.stage + dirOption(options.dir ?? WORKSHOP_DIR)))}` : `  ${dim(words.lastHint(shown(stageFileOf(exercise)), exercise.stage))}`);
   lines.push("", words.passed(passed, total));
   return lines;
 }
@@ -265,7 +268,7 @@ export async function checkOnce(exercise: Exercise, file: string, options: Optio
   const level = firstFailing && !options.solution ? hintLevel(options.dir, exercise.stage, firstFailing.id, options.hint) : 1;
   if (options.hint && !firstFailing) print(words.noHintNeeded);
   const runCommand = `npx tsx ${shown(file)}`;
-  for (const line of reportEnd(exercise, run.results, { lang: options.lang, hintLevel: level, runCommand })) print(line);
+  for (const line of reportEnd(exercise, run.results, { lang: options.lang, hintLevel: level, runCommand, dir: options.dir })) print(line);
   return firstFailing ? 1 : 0;
 }
 
@@ -314,7 +317,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const file = options.solution ? stageFileOf(exercise) : path.join(options.dir, `${exercise.stage}.ts`);
   if (!existsSync(file)) {
-    console.log(WORDS[options.lang].noCopy(shown(file), exercise.stage));
+    console.log(WORDS[options.lang].noCopy(shown(file), exercise.stage + dirOption(options.dir)));
+    return 1;
+  }
+  const folder = options.solution ? undefined : folderProblem(options.dir);
+  if (folder) {
+    console.log(`${red("✗")} ${folder[options.lang]}`);
     return 1;
   }
   const timed = { ...options, timeLimitMs: options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS };

@@ -19,6 +19,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vites
 import { regionsOf } from "../.vitepress/source.ts";
 import {
   defineExercise,
+  dirOption,
   exerciseIds,
   loadExercise,
   notWrittenMessage,
@@ -256,7 +257,8 @@ describe("npm run exercise", () => {
   let dir = "";
   let printed: string[] = [];
   beforeEach(() => {
-    dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-exercise-cmd-")));
+    // Laid out as a folder of the workbook is (under root's package.json and node_modules).
+    dir = realpathSync(mkdtempSync(path.join(root, "exercise-cmd-")));
     printed = [];
     vi.spyOn(console, "log").mockImplementation((...args) => void printed.push(args.join(" ")));
   });
@@ -272,7 +274,46 @@ describe("npm run exercise", () => {
     expect(JSON.parse(readFileSync(path.join(dir, "tsconfig.json"), "utf8")).include).toEqual(["*.ts"]);
     const shown = printed.join("\n");
     expect(shown).toContain("editFile(): replace old_string with new_string");
-    expect(shown).toContain("npm run verify -- s03");
+    // The folder is not workshop/, so the commands name it, in what is printed and in the copy.
+    expect(shown).toContain(`Check it:  npm run verify -- s03 --dir ${dir}   (`);
+    expect(shown).toContain(`Run it:    npx tsx ${path.join(dir, "s03.ts")}   (`);
+    expect(readFileSync(path.join(dir, "s03.ts"), "utf8")).toContain(`// Check it: npm run verify -- s03 --dir ${dir}    Run it: npx tsx ${dir}/s03.ts (`);
+  });
+
+  it("names a folder inside the workbook from its root, and workshop/ not at all", () => {
+    expect(dirOption(WORKSHOP_DIR)).toBe("");
+    expect(dirOption(path.join(REPO_ROOT, "workshop", "alice"))).toBe(" --dir workshop/alice");
+    expect(dirOption(path.join(root, "copies"))).toBe(` --dir ${path.join(root, "copies")}`);
+  });
+
+  it("refuses a folder where the copy could not run, saying why, and writes nothing there", async () => {
+    // Outside the workbook: no package.json saying "type": "module" above it, no node_modules.
+    const outside = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-exercise-outside-")));
+    try {
+      expect(await exerciseMain(["s01", "--dir", outside], nobody)).toBe(1);
+      expect(printed.at(-1)).toBe(
+        `A copy in ${outside} could not run: no package.json in or above it says "type": "module", so Node would load the copy as CommonJS, ` +
+          "and no node_modules in or above it holds the workbook's packages. Use a folder inside the workbook: workshop/ (the default), or one such as workshop/<name> with --dir.",
+      );
+      expect(readdirSync(outside)).toEqual([]);
+      // Each reason alone.
+      writeFileSync(path.join(outside, "package.json"), '{ "type": "module" }\n');
+      expect(await exerciseMain(["s01", "--dir", outside, "--lang", "ja"], nobody)).toBe(1);
+      expect(printed.at(-1)).toBe(
+        `${outside} のコピーは動きません。教材のパッケージが入った node_modules がそのフォルダーにも上にもありません。教材の中のフォルダーを使ってください。既定の workshop/ か、--dir で workshop/<名前> などを指定します。`,
+      );
+      writeFileSync(path.join(outside, "package.json"), "{}\n");
+      symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(outside, "node_modules"));
+      expect(await exerciseMain(["s01", "--dir", outside], nobody)).toBe(1);
+      expect(printed.at(-1)).toMatch(/could not run: no package\.json in or above it says "type": "module", so Node would load the copy as CommonJS\. Use/);
+      expect(readdirSync(outside).sort()).toEqual(["node_modules", "package.json"]);
+      // With both, the copy is made.
+      writeFileSync(path.join(outside, "package.json"), '{ "type": "module" }\n');
+      expect(await exerciseMain(["s01", "--dir", outside], nobody)).toBe(0);
+      expect(existsSync(path.join(outside, "s01.ts"))).toBe(true);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it("never overwrites the learner's work without asking: refuses with no one there, asks when someone is", async () => {
@@ -280,7 +321,7 @@ describe("npm run exercise", () => {
     await exerciseMain(["s03", "--dir", dir], nobody);
     writeFileSync(file, "// my work\n");
     expect(await exerciseMain(["s03", "--dir", dir], nobody)).toBe(1);
-    expect(printed.at(-1)).toMatch(/no one at the terminal to ask, so nothing was overwritten\.\nTo start again: npm run exercise -- s03 --force/);
+    expect(printed.at(-1)).toMatch(/no one at the terminal to ask, so nothing was overwritten\.\nTo start again: npm run exercise -- s03 --dir \S+ --force/);
     expect(await exerciseMain(["s03", "--dir", dir], async () => false)).toBe(0);
     expect(readFileSync(file, "utf8")).toBe("// my work\n");
     expect(await exerciseMain(["s03", "--dir", dir], async () => true)).toBe(0);
@@ -319,9 +360,20 @@ describe("npm run verify", () => {
     expect(await verifyMain(["s99"])).toBe(1);
     expect(printed).toEqual([`There is no exercise s99. The exercises: ${ids.join(", ")}.`]);
     expect(await verifyMain(["s02", "--dir", path.join(root, "nowhere")])).toBe(1);
-    expect(printed.at(-1)).toBe(`There is no working copy at ${path.join(root, "nowhere", "s02.ts")} yet. Make one with: npm run exercise -- s02`);
+    expect(printed.at(-1)).toBe(`There is no working copy at ${path.join(root, "nowhere", "s02.ts")} yet. Make one with: npm run exercise -- s02 --dir ${path.join(root, "nowhere")}`);
     expect(await verifyMain(["s02", "--lang", "fr"])).toBe(1);
     expect(printed.at(-1)).toMatch(/^--lang takes en or ja, not "fr"/);
+  });
+
+  it("says why a copy in a folder outside the workbook cannot run, rather than a syntax error it does not have", async () => {
+    const outside = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-verify-outside-")));
+    try {
+      writeFileSync(path.join(outside, "s01.ts"), await starter(exercises.get("s01")!));
+      expect(await verifyMain(["s01", "--dir", outside])).toBe(1);
+      expect(printed).toEqual([expect.stringMatching(new RegExp(`^✗ A copy in ${outside} could not run: no package\\.json in or above it says "type": "module"`))]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it("reports a copy that does not parse, and one whose loop never returns, in one clear message each", async () => {
