@@ -3,10 +3,11 @@
 // workspace, without reading what a project ignores, without freezing on a bad pattern or a
 // brace bomb, and without losing every match to one file they cannot read.
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import fs, { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { stagesWithTool, toolOf, toolParameters, useOutside, useWorkspace } from "./helpers.ts";
 
 /**
@@ -417,6 +418,27 @@ describe.each(await stagesWithTool("glob"))("%s glob", (_stage, file) => {
     const lines = (await glob({ pattern: "*.txt" })).split("\n");
     expect(lines.slice(0, 100)).toEqual(newest.slice(0, 100).map((file) => file.name));
     expect(lines[100]).toBe("… and 50 more");
+  });
+
+  it("leaves out a file removed between the walk and the look at its time, and does not count it", async () => {
+    files({ "kept.txt": "", "gone.txt": "" });
+    // Another process deletes gone.txt just as glob asks for its time. (The stages import
+    // statSync by name: syncBuiltinESMExports carries the stand-in over to that import.)
+    const realStat = fs.statSync;
+    const stat = vi.spyOn(fs, "statSync").mockImplementation(((file: string, options?: object) => {
+      if (path.basename(String(file)) === "gone.txt") rmSync(file, { force: true });
+      return realStat(file, options);
+    }) as typeof fs.statSync);
+    syncBuiltinESMExports();
+    try {
+      expect(await glob({ pattern: "*.txt" })).toBe("kept.txt");
+      expect(stat.mock.calls.map(([file]) => path.basename(String(file)))).toContain("gone.txt");
+      files({ "gone.txt": "" });
+      expect(await glob({ pattern: "gone*" })).toBe("No files match gone* in .");
+    } finally {
+      stat.mockRestore();
+      syncBuiltinESMExports();
+    }
   });
 
   it("skips .git, node_modules and what .gitignore lists, as grep does", async () => {
