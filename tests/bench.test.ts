@@ -185,6 +185,10 @@ describe("the bench's figures", () => {
     expect(Object.keys(committed.machine).sort()).toEqual(["cores", "cpu", "memoryGB", "node", "platform"]);
     expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench"]);
     for (const key of ["search", "start", "editVersusWrite", "context", "tests", "tree", "benchMs"]) expect(committed, key).toHaveProperty(key);
+    // Each test file's time, which `npm test` orders its files by (tests/sequencer.ts).
+    const files = Object.entries(committed.tests?.files ?? {});
+    expect(files.length).toBeGreaterThan(0);
+    for (const [file, ms] of files) expect(file, `${file}: ${ms} ms`).toMatch(/^tests\/[\w-]+\.test\.ts$/), expect(ms).toBeGreaterThan(0);
   });
 
   it("take each test file's time from Vitest's report, by its path from the root, slowest first", () => {
