@@ -282,7 +282,7 @@ describe("npm run exercise", () => {
 
   it("names a folder inside the workbook from its root, and workshop/ not at all", () => {
     expect(dirOption(WORKSHOP_DIR)).toBe("");
-    expect(dirOption(path.join(REPO_ROOT, "workshop", "alice"))).toBe(" --dir workshop/alice");
+    expect(dirOption(path.join(REPO_ROOT, "workshop", "pair2"))).toBe(" --dir workshop/pair2");
     expect(dirOption(path.join(root, "copies"))).toBe(` --dir ${path.join(root, "copies")}`);
   });
 

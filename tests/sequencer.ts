@@ -5,7 +5,7 @@
 // Vitest does this by itself from its cache of the last run (node_modules/.vite). A fresh
 // clone has no such cache, and Vitest then starts the largest files first, which are not the
 // slowest: the files that start real processes came last, and a newcomer's first `npm test`
-// took 30-31 s where the same suite in the order below takes 25-26 s. So a file the cache
+// took 30-31 s where the same suite in the order below takes about 24-25 s. So a file the cache
 // does not know takes its time from the committed figures of `npm run bench`, which records
 // how long each file took (bench/results.json, tests.files).
 import { readFileSync } from "node:fs";
