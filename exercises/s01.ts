@@ -12,11 +12,6 @@ async function replayed(t: CheckKit, ...args: Parameters<typeof scenarioOf>) {
   return session;
 }
 
-function mismatch(t: CheckKit, problems: string[]): never {
-  const list = problems.join("; ");
-  return t.fail(say(`the session did not match the recording: ${list}`, `記録どおりに進みませんでした: ${list}`));
-}
-
 export default defineExercise({
   stage: "s01",
   title: say("The agent loop", "エージェントループ"),
@@ -76,7 +71,7 @@ export default defineExercise({
         ];
         const session = await replayed(t, [reply.tools(calls), reply.text("Done.")]);
         if (session.requests.length < 2) t.fail(say("the model asked for two bash calls, and the loop never sent their results back", "モデルが bash を2回頼んだのに、ループが結果を返しませんでした"));
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const results = toolResults(session.requests, 1);
         const got = results.map((r) => `${r.tool_use_id}: ${quote(resultText(r))}`).join(", ");
         const ids = results.map((r) => r.tool_use_id).join(",");
@@ -100,7 +95,7 @@ export default defineExercise({
         if (session.requests.length < 4) {
           t.fail(say(`the loop called the model ${session.requests.length} time(s) and stopped while it was still asking for tools`, `ループはモデルを ${session.requests.length} 回呼んだところで、まだツールを頼まれているのに止まりました`), say("4 calls: three tool rounds, then the final answer", "4回の呼び出し（ツール3往復と最後の答え）"));
         }
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const rounds = t.read("rounds.txt") ?? "";
         if (rounds !== "round 1\nround 2\nround 3\n") t.fail(say(`the three bash calls left rounds.txt holding ${quote(rounds)}`, `3回の bash のあと、rounds.txt の中身は ${quote(rounds)} でした`));
       },
@@ -119,7 +114,7 @@ export default defineExercise({
         if (session.requests.length > 2 || session.problems.some((p) => /after the last recorded reply/.test(p))) {
           t.fail(say("after a reply with no tool call, the loop called the model again", "ツール呼び出しのない返信のあと、ループがまたモデルを呼びました"));
         }
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
       },
     },
     {
@@ -136,7 +131,7 @@ export default defineExercise({
       async check(t) {
         const call = reply.tools([{ id: "toolu_remember", name: "bash", input: { command: "echo kept" } }], "Let me look.");
         const session = await replayed(t, [call, reply.text("First turn done."), reply.text("Second turn done.")]);
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const roles = session.messages.map((m) => m.role).join(", ");
         if (roles !== "user, assistant, user, assistant, user, assistant") {
           t.fail(say(`after two prompts the conversation holds [${roles}]`, `2つのプロンプトのあと、会話は [${roles}] でした`), say("[user, assistant, user, assistant, user, assistant]: prompt, reply, results, reply, prompt, reply", "[user, assistant, user, assistant, user, assistant]（プロンプト、返信、結果、返信、プロンプト、返信）"));
@@ -162,7 +157,7 @@ export default defineExercise({
       async check(t) {
         const call = reply.tools([{ name: "bash", input: { command: "true" } }], "Checking the folder first.");
         const session = await replayed(t, [call, reply.text("All clear.")]);
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const shown = t.printed.join("\n");
         for (const text of ["Checking the folder first.", "All clear."]) {
           if (!shown.includes(text)) t.fail(say(`the model said ${quote(text)}, and the person never saw it`, `モデルが ${quote(text)} と言ったのに、人には表示されませんでした`));
@@ -184,7 +179,7 @@ export default defineExercise({
         ];
         const session = await replayed(t, [reply.tools(calls), reply.text("I will try something else.")]);
         if (session.requests.length < 2) t.fail(say("the loop stopped at the failing tool calls instead of answering them", "失敗したツール呼び出しに答えず、ループが止まりました"));
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const results = toolResults(session.requests, 1);
         if (results.length !== 2 || !results.every((r) => r.is_error === true)) {
           const got = results.map((r) => `${r.tool_use_id}: is_error ${r.is_error ?? false}, ${quote(resultText(r))}`).join("; ");
@@ -202,7 +197,7 @@ export default defineExercise({
       ],
       async check(t) {
         const session = await t.demo();
-        if (session.problems.length > 0) mismatch(t, session.problems);
+        t.asRecorded(session);
         const hello = t.read("hello.txt");
         if (hello === undefined) t.fail(say("hello.txt was not made", "hello.txt ができていません"));
         if (hello !== "Hello from s01\n") t.fail(say(`hello.txt holds ${quote(hello)}`, `hello.txt の中身は ${quote(hello)} でした`));

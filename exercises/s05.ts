@@ -170,8 +170,7 @@ export default defineExercise({
         say("If the checks above pass and this one fails, read the message: it names the result or the file that differs.", "ここまでのチェックが通ってこれだけ失敗するなら、メッセージを読んでください。違っている結果やファイルを示しています。"),
       ],
       async check(t) {
-        const session = await t.demo();
-        if (session.problems.length > 0) t.fail(say(`the session did not match the recording: ${session.problems.join("; ")}`, `記録どおりに進みませんでした: ${session.problems.join("; ")}`));
+        const session = t.asRecorded(await t.demo());
         const [answer] = toolResults(session.requests, 2);
         if (!answer || !resultText(answer).includes("Delete all 3 .log files")) {
           t.fail(say(`the person typed 1, and the model was told ${quote(answer ? resultText(answer) : "nothing")}`, `人が 1 と打ったのに、モデルへの結果は ${quote(answer ? resultText(answer) : "なし")} でした`));

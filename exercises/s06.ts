@@ -166,8 +166,7 @@ export default defineExercise({
         say("Compare your runTool with the nine comments in the stage's header, step by step.", "あなたの runTool を、ステージのヘッダーにある 9 つのステップと 1 つずつ見比べましょう。"),
       ],
       async check(t) {
-        const session = await t.demo();
-        if (session.problems.length > 0) t.fail(say(`the session did not match the recording: ${session.problems.join("; ")}`, `記録どおりに進みませんでした: ${session.problems.join("; ")}`));
+        const session = t.asRecorded(await t.demo());
         if (!t.read("app.js")?.includes("debug: false")) t.fail(say(`app.js holds ${quote(t.read("app.js"))}`, `app.js の中身は ${quote(t.read("app.js"))} でした`), say("debug: false, after the allowed edit", "許された編集のあとの debug: false"));
         const results = session.requests.flatMap((_, i) => toolResults(session.requests, i)).map(resultText);
         if (!results.some((text) => /timeout/.test(text))) t.fail(say('the model was never told its timeout "120" was wrong', 'timeout の "120" が誤りだとモデルに伝わっていません'));

@@ -45,8 +45,7 @@ const useBlock = (name: string, input: Record<string, unknown>) => ({ type: "too
 async function played(t: CheckKit, replies: Parameters<typeof scenarioOf>[0]) {
   t.write("notes.txt", NOTES);
   const scenario = scenarioOf(replies);
-  const session = await t.replay(scenario);
-  if (session.problems.length > 0) t.fail(say(`the session did not match the recording: ${session.problems.join("; ")}`, `記録どおりに進みませんでした: ${session.problems.join("; ")}`));
+  const session = t.asRecorded(await t.replay(scenario));
   for (const error of session.turnErrors) {
     const text = error instanceof Error ? error.message : String(error);
     t.fail(say(`a turn ended with an error: ${text}`, `ターンがエラーで終わりました: ${text}`));
@@ -362,8 +361,7 @@ export default defineExercise({
         say("If the checks above pass and this one fails, compare the message with the demo's description in fixtures/s09/demo.json.", "ここまでのチェックが通ってこれだけ失敗するなら、メッセージを fixtures/s09/demo.json のデモの説明と比べてみてください。"),
       ],
       async check(t) {
-        const session = await t.demo();
-        if (session.problems.length > 0) t.fail(say(`the session did not match the recording: ${session.problems.join("; ")}`, `記録どおりに進みませんでした: ${session.problems.join("; ")}`));
+        const session = t.asRecorded(await t.demo());
         mustBeValid(t, session, loadScenario("s09").prompts);
         mustRemindIn(t, session.requests, ["toolu_s09_demo_04"], say("the demo", "デモ"));
         if (!(t.read("strings.js") ?? "").includes("slugify")) t.fail(say("strings.js has no slugify after the demo", "デモのあと、strings.js に slugify がありません"));

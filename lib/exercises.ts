@@ -576,6 +576,8 @@ export interface CheckKit {
   replay(scenario: Scenario): Promise<ReplayedSession>;
   /** Replay one of the stage's recorded scenarios (default: its demo). */
   demo(name?: string): Promise<ReplayedSession>;
+  /** `session`, if it replayed as recorded; otherwise fail, listing what differed. */
+  asRecorded(session: ReplayedSession): ReplayedSession;
   /** Fail the check: what happened; `expected` when it says more than the requirement's title. */
   fail(actual: Text, expected?: Text): never;
   /** Resolve with `work`, or fail with `late` after `ms` milliseconds (for what must not wait). */
@@ -589,6 +591,7 @@ export interface CheckKit {
 
 // Replies, scenarios and results written briefly, for the checks (the same as the tests use).
 export { reply, resultText, scenarioOf, toolResults } from "./replies.ts";
+export type { ReplayedSession } from "./session.ts";
 
 /** A value shown inside a sentence: quoted, on one line, not too long. */
 export function quote(value: unknown): string {
@@ -685,6 +688,11 @@ export async function runCheck(exercise: Exercise, requirement: Requirement, sta
     },
     demo(name) {
       return kit.replay(loadScenario(exercise.stage, name));
+    },
+    asRecorded(session) {
+      if (session.problems.length === 0) return session;
+      const list = session.problems.join("; ");
+      throw new CheckFailure(say(`the session did not match the recording: ${list}`, `記録どおりに進みませんでした: ${list}`));
     },
     fail(actual, expected) {
       throw new CheckFailure(actual, expected);

@@ -229,7 +229,7 @@ describe("the checks test behaviour, not text", () => {
     expect(results[0].actual?.en).toMatch(/^following the footers, line \d+ came as line \d+/);
   });
 
-  it("s01: a loop written another way (recursion) passes every loop check", async () => {
+  it("s01: a loop written another way (recursion) passes every loop check, and the same loop sending each result alone fails the demo, saying what differed", async () => {
     const exercise = exercises.get("s01")!;
     const recursive = [
       "  const response = await client.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, messages });",
@@ -247,6 +247,16 @@ describe("the checks test behaviour, not text", () => {
     expect(text).toMatch(stub);
     const stage = await load(text.replace(stub, `{\n${recursive}\n}`), "s01-recursive");
     expect((await runChecks(exercise, stage)).filter((r) => r.status !== "passed")).toEqual([]);
+
+    // The same loop sending each result in a message of its own: the API (and the replay)
+    // refuses the second request, and the demo check says what differed from the recording.
+    const split = recursive.replace("  for (const call of calls) results.push(await runTool(call));\n  messages.push({ role: \"user\", content: results });", '  for (const call of calls) messages.push({ role: "user", content: [await runTool(call)] });');
+    expect(split).not.toBe(recursive);
+    const splitStage = await load(text.replace(stub, `{\n${split}\n}`), "s01-split");
+    const [demo] = await runChecks(only(exercise, "demo"), splitStage);
+    expect(demo.status).toBe("failed");
+    expect(demo.actual?.en).toMatch(/^the session did not match the recording: request \d+: tool results .*; \d+ recorded reply\/replies were never asked for$/);
+    expect(demo.actual?.ja).toMatch(/^記録どおりに進みませんでした: /);
   });
 });
 
