@@ -28,6 +28,7 @@ import type { ReplayedSession } from "./session.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
 import { nobody, useTerminal } from "./terminal.ts";
 import { toolCall, type ToolCall, type ToolStage } from "./tools.ts";
+import { remembering } from "./recent.ts";
 import { typescript } from "./typescript.ts";
 
 // ---------------------------------------------------------------------------------------
@@ -262,18 +263,15 @@ export async function starterOf(
 // A stage is parsed to make its starter and again to put its code back, and a starter to put
 // the code back and by the tests: the same text, so the same tree (read only). A stage file
 // takes a good part of a tenth of a second to parse.
-const parses = new Map<string, import("typescript").SourceFile>();
+const recentParses = remembering(16, (key) => {
+  const at = key.indexOf("\0"); // a file's name has no NUL in it; its text may
+  const [file, text] = [key.slice(0, at), key.slice(at + 1)];
+  const ts = typescript();
+  return ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+});
 /** The compiler's parse of `text` as the TypeScript file `file` (its parseDiagnostics included). */
 export function parsed(file: string, text: string): import("typescript").SourceFile {
-  const key = `${file}\0${text}`;
-  let source = parses.get(key);
-  if (!source) {
-    const ts = typescript();
-    source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-    parses.set(key, source);
-    if (parses.size > 16) parses.delete(parses.keys().next().value!);
-  }
-  return source;
+  return recentParses(`${file}\0${text}`);
 }
 
 function starterBanner(exercise: Exercise, stageFile: string, lang: Lang, destDir: string): string {

@@ -1,5 +1,7 @@
 // A stage file's `#region` blocks: what a docs page includes, what the docs tests compare
 // from stage to stage, and how the tests and the bench tell which stages share a tool's code.
+import { remembering } from "./recent.ts";
+
 const REGION = /^\/\/ ?#?(region|endregion) ([\w*-]+)$/;
 
 /**
@@ -9,18 +11,11 @@ const REGION = /^\/\/ ?#?(region|endregion) ([\w*-]+)$/;
  * because VitePress would silently include the whole file instead.
  */
 export function regionsOf(text: string): Map<string, string> {
-  // The docs checks and the tool grouping read the same few files many times over.
-  let regions = recent.get(text);
-  if (!regions) {
-    regions = readRegions(text);
-    recent.set(text, regions);
-    if (recent.size > RECENT_FILES) recent.delete(recent.keys().next().value!);
-  }
-  return new Map(regions);
+  return new Map(recentRegions(text));
 }
 
-const RECENT_FILES = 64;
-const recent = new Map<string, Map<string, string>>();
+// The docs checks and the tool grouping read the same few files many times over.
+const recentRegions = remembering(64, (text) => readRegions(text));
 
 function readRegions(text: string): Map<string, string> {
   const lines = text.split("\n");

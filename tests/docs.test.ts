@@ -19,6 +19,7 @@ import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } 
 import { tokenize } from "../.vitepress/search.ts";
 import { describePage, diffContent, diffStages, firstParagraph, optionalPages, plannedContent, plannedStages, repositoryOf } from "../.vitepress/site.ts";
 import { codeLines, linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
+import { remembering } from "../lib/recent.ts";
 import { checkNotes, stepsOfScenario } from "../.vitepress/transcript.ts";
 import { existingStages, REPO_ROOT } from "../lib/stages.ts";
 
@@ -786,6 +787,21 @@ describe("regionsOf", () => {
     const text = "// #region one\nx\n// #endregion one";
     regionsOf(text).delete("one");
     expect(regionsOf(text).get("one")).toBe("x");
+  });
+});
+
+describe("remembering (lib/recent.ts), the cache behind regionsOf and the exercises' parses", () => {
+  it("makes a value once per key, keeps the last ones made, and forgets the oldest", () => {
+    const made: string[] = [];
+    const upper = remembering(2, (key) => (made.push(key), { text: key.toUpperCase() }));
+    const a = upper("a");
+    expect(upper("a")).toBe(a);
+    upper("b");
+    upper("c"); // a third key: "a", the oldest, is forgotten
+    expect(upper("c").text).toBe("C");
+    expect(upper("a")).not.toBe(a);
+    expect(upper("a")).toEqual(a);
+    expect(made).toEqual(["a", "b", "c", "a"]);
   });
 });
 
