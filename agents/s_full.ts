@@ -438,18 +438,26 @@ function runCommand(command: string, seconds: number, signal: AbortSignal, outpu
       clearTimeout(timer);
       reject(error);
     });
-    // "exit", not "close": a background child (`sleep 30 &`) may hold the pipes open for long
-    // after the shell is done. Wait a moment for output still in the pipes, then let go. The
-    // background child runs on, until its command's time is up or the program ends.
+    // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
+    // for long after the shell is done. Output still in the pipes is read until they close, or
+    // for 50 ms and one more turn of the event loop (a busy loop may run the timer before it has
+    // read what is waiting); the background child runs on, until its command's time is up or
+    // the program ends.
     child.on("exit", (code) => {
       timer.unref(); // it still ends what the command left running, without keeping the program alive
       signal.removeEventListener("abort", onAbort);
-      setTimeout(() => {
+      let finished = false;
+      const done = () => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(grace);
         child.stdout.destroy();
         child.stderr.destroy();
         child.unref();
         resolve(code);
-      }, 50);
+      };
+      const grace = setTimeout(() => setImmediate(done), 50);
+      child.once("close", done);
     });
   });
 }

@@ -2,11 +2,20 @@
 // code on purpose, and each copy must behave the same. What takes waiting (a time limit, the
 // end of a program) runs for every stage at once, so this file's time does not grow with the
 // number of stages. Processes are checked by their ids, as the kernel knows them.
+import childProcess from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { syncBuiltinESMExports } from "node:module";
+import { setTimeout as realSleep } from "node:timers/promises";
+import { describe, expect, it, vi } from "vitest";
 import { eventually, isRunning, killAll, runProgram, stagesWithTool, toolOf, TSX_LOADER, useWorkspace } from "./helpers.ts";
 
 const stages = await stagesWithTool("bash");
+
+/** Keep the processor, and so the event loop, busy for `ms` milliseconds. */
+function busyFor(ms: number) {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
 
 describe.each(stages)("%s bash", (_stage, file) => {
   const workspace = useWorkspace();
@@ -39,6 +48,41 @@ describe.each(stages)("%s bash", (_stage, file) => {
       expect(isRunning(pid)).toBe(true);
     } finally {
       killAll([pid]);
+    }
+  });
+
+  it("returns once the output ends, without waiting out the 50 ms kept for a background job's pipes", async () => {
+    // With the program's timers stopped, only the end of the output (the pipes' close) can end
+    // the call; a real timer, which the fake ones do not touch, says if it did not.
+    const deadline = new AbortController();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const late = realSleep(5000, "still waiting", { signal: deadline.signal }).catch(() => "");
+      expect(await Promise.race([bash({ command: "echo one; (sleep 0.1; echo two) & wait" }), late])).toBe("one\ntwo\n");
+    } finally {
+      vi.useRealTimers();
+      deadline.abort();
+    }
+  });
+
+  it("keeps output waiting in the pipes when the 50 ms run out while the program is busy", async () => {
+    // The program is busy for 300 ms from the moment the shell exits, so the 50 ms are over
+    // before it can read again, and by then a background job's line waits in the pipe. (The
+    // stages import spawn by name: syncBuiltinESMExports carries the stand-in over to that import.)
+    const realSpawn = childProcess.spawn;
+    const spawn = vi.spyOn(childProcess, "spawn").mockImplementation(((...args: Parameters<typeof childProcess.spawn>) => {
+      const child = realSpawn(...args);
+      // After the stage's own "exit" listener, which it adds as soon as spawn returns.
+      process.nextTick(() => child.once("exit", () => busyFor(300)));
+      return child;
+    }) as typeof childProcess.spawn);
+    syncBuiltinESMExports();
+    try {
+      expect(await bash({ command: "(sleep 0.1; echo late) &" })).toBe("late\n");
+      expect(spawn).toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+      syncBuiltinESMExports();
     }
   });
 
