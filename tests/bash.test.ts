@@ -11,10 +11,9 @@ import { eventually, isRunning, killAll, runProgram, stagesWithTool, toolOf, TSX
 
 const stages = await stagesWithTool("bash");
 
-/** Keep the processor, and so the event loop, busy for `ms` milliseconds. */
-function busyFor(ms: number) {
-  const until = Date.now() + ms;
-  while (Date.now() < until);
+/** Hold up the event loop for `ms` milliseconds, as long work would, without using the processor. */
+function holdUpFor(ms: number) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 describe.each(stages)("%s bash", (_stage, file) => {
@@ -65,15 +64,15 @@ describe.each(stages)("%s bash", (_stage, file) => {
     }
   });
 
-  it("keeps output waiting in the pipes when the 50 ms run out while the program is busy", async () => {
-    // The program is busy for 300 ms from the moment the shell exits, so the 50 ms are over
+  it("keeps output waiting in the pipes when the 50 ms run out while the program is held up", async () => {
+    // The program is held up for 400 ms from the moment the shell exits, so the 50 ms are over
     // before it can read again, and by then a background job's line waits in the pipe. (The
     // stages import spawn by name: syncBuiltinESMExports carries the stand-in over to that import.)
     const realSpawn = childProcess.spawn;
     const spawn = vi.spyOn(childProcess, "spawn").mockImplementation(((...args: Parameters<typeof childProcess.spawn>) => {
       const child = realSpawn(...args);
       // After the stage's own "exit" listener, which it adds as soon as spawn returns.
-      process.nextTick(() => child.once("exit", () => busyFor(300)));
+      process.nextTick(() => child.once("exit", () => holdUpFor(400)));
       return child;
     }) as typeof childProcess.spawn);
     syncBuiltinESMExports();
