@@ -203,9 +203,9 @@ function runBash(input: Record<string, unknown>): Promise<string> {
     });
     // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
     // for long after the shell is done. Output still in the pipes is read until they close, or
-    // for 50 ms and one more turn of the event loop (a busy loop may run the timer before it has
-    // read what is waiting); the background child runs on, until its command's time is up or
-    // the program ends.
+    // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
+    // can run before the loop reads what is waiting); the background child runs on, until its
+    // command's time is up or the program ends.
     child.on("exit", (code) => {
       timer.unref(); // it still ends what the command left running, without keeping the program alive
       let finished = false;

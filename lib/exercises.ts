@@ -260,19 +260,20 @@ export async function starterOf(
   return banner + applyEdits(stageText, edits);
 }
 
-// A stage is parsed to make its starter and again to put its code back, and a starter to put
-// the code back and by the tests: the same text, so the same tree (read only). A stage file
-// takes a good part of a tenth of a second to parse.
-const recentParses = remembering(16, (key) => {
-  const at = key.indexOf("\0"); // a file's name has no NUL in it; its text may
-  const [file, text] = [key.slice(0, at), key.slice(at + 1)];
-  const ts = typescript();
-  return ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-});
-/** The compiler's parse of `text` as the TypeScript file `file` (its parseDiagnostics included). */
-export function parsed(file: string, text: string): import("typescript").SourceFile {
-  return recentParses(`${file}\0${text}`);
-}
+/**
+ * The compiler's parse of `text` as the TypeScript file `file` (its parseDiagnostics included).
+ * A stage is parsed to make its starter and again to put its code back, and a starter to put
+ * the code back and by the tests: the same text, so the same tree (read only). A stage file
+ * takes a good part of a tenth of a second to parse.
+ */
+export const parsed = remembering(
+  16,
+  (file: string, text: string) => `${file}\0${text}`,
+  (file: string, text: string): import("typescript").SourceFile => {
+    const ts = typescript();
+    return ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  },
+);
 
 function starterBanner(exercise: Exercise, stageFile: string, lang: Lang, destDir: string): string {
   const id = exercise.stage;

@@ -793,7 +793,11 @@ describe("regionsOf", () => {
 describe("remembering (lib/recent.ts), the cache behind regionsOf and the exercises' parses", () => {
   it("makes a value once per key, keeps the last ones made, and forgets the oldest", () => {
     const made: string[] = [];
-    const upper = remembering(2, (key) => (made.push(key), { text: key.toUpperCase() }));
+    const upper = remembering(
+      2,
+      (text: string) => text,
+      (text: string) => (made.push(text), { text: text.toUpperCase() }),
+    );
     const a = upper("a");
     expect(upper("a")).toBe(a);
     upper("b");
@@ -802,6 +806,12 @@ describe("remembering (lib/recent.ts), the cache behind regionsOf and the exerci
     expect(upper("a")).not.toBe(a);
     expect(upper("a")).toEqual(a);
     expect(made).toEqual(["a", "b", "c", "a"]);
+  });
+  it("gives calls whose arguments have the same key the same value", () => {
+    const joined = remembering(4, (a: string, b: string) => `${a}\0${b}`, (a: string, b: string) => ({ both: a + b }));
+    expect(joined("ab", "c")).toBe(joined("ab", "c"));
+    expect(joined("ab", "c")).not.toBe(joined("a", "bc")); // the same text joined, not the same arguments
+    expect(joined("a", "bc")).toEqual({ both: "abc" });
   });
 });
 
