@@ -13,7 +13,7 @@ import { presentStages } from "./regions.ts";
 import { tokenize } from "./search.ts";
 import { pageSession } from "./sessions.ts";
 import { describePage, diffStages, optionalPages, plannedStages, readRepository } from "./site.ts";
-import { REPO_ROOT } from "../lib/stages.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 
 const present = presentStages(REPO_ROOT);
 const repository = readRepository(REPO_ROOT);

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { diffArrays } from "diff";
-import { existingStages } from "../lib/stages.ts";
+import { existingStages } from "../lib/course/stages.ts";
 import { PAGE_STAGES, type Stage } from "./curriculum.ts";
 import { codeLines, regionsOf } from "./source.ts";
 

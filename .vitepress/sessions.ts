@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Lang } from "./curriculum.ts";
-import { TSX_LOADER } from "../lib/stages.ts";
+import { TSX_LOADER } from "../lib/course/stages.ts";
 import { presentStages } from "./regions.ts";
 import { checkNotes, compareWithScenario, showSteps, stepsOf, type Note, type ShownStep } from "./transcript.ts";
 

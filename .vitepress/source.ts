@@ -1,13 +1,13 @@
 // What the docs read from a stage file: its `#region` blocks and its figures (lines of code,
 // tools the model sees). Used at build time by the data loader and by the docs tests.
 import type { Expression, Node, SyntaxKind } from "typescript";
-import { typescript } from "../lib/typescript.ts";
+import { typescript } from "../lib/course/typescript.ts";
 
 const ts = typescript();
 
-// The regions are read by lib/regions.ts, which the tests, the bench and the scripts share
+// The regions are read by lib/course/regions.ts, which the tests, the bench and the scripts share
 // without loading the TypeScript compiler.
-export { regionsOf } from "../lib/regions.ts";
+export { regionsOf } from "../lib/course/regions.ts";
 
 /**
  * Lines of code: lines that hold at least one token of the program. Blank lines and lines

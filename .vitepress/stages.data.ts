@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { defineLoader } from "vitepress";
-import { REPO_ROOT } from "../lib/stages.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages, stageChanges } from "./regions.ts";
 import { toolCount } from "./source.ts";
 

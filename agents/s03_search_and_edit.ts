@@ -26,8 +26,8 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import ignore, { type Ignore } from "ignore";
-import { modelClient } from "../lib/model.ts";
-import { isMain, runAsMain } from "../lib/program.ts";
+import { modelClient } from "../lib/runtime/model.ts";
+import { isMain, runAsMain } from "../lib/runtime/program.ts";
 
 // #region config
 if (existsSync(".env")) process.loadEnvFile(".env");
@@ -35,7 +35,7 @@ const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// The official SDK's client for any Anthropic-compatible API (lib/model.ts loads the SDK at
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
 // the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });

@@ -34,10 +34,10 @@ import { Worker } from "node:worker_threads";
 import zlib from "node:zlib";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import ignore, { type Ignore } from "ignore";
-import { modelClient } from "../lib/model.ts";
-import { isMain, runAsMain } from "../lib/program.ts";
-import type { Scenario } from "../lib/scenario.ts";
-import { terminal } from "../lib/terminal.ts";
+import { modelClient } from "../lib/runtime/model.ts";
+import { isMain, runAsMain } from "../lib/runtime/program.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
+import { terminal } from "../lib/runtime/terminal.ts";
 
 // #region config
 if (existsSync(".env")) process.loadEnvFile(".env");
@@ -45,7 +45,7 @@ const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// The official SDK's client for any Anthropic-compatible API (lib/model.ts loads the SDK at
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
 // the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
@@ -1810,7 +1810,7 @@ function decodeEntities(text: string): string {
 // #region ask-user
 // The loop needs no change to wait for a person: it awaits every handler, and this one
 // resolves when the person answers. The question is read from the same terminal as the
-// stage's prompt (lib/terminal.ts), so the two never both wait for the same line.
+// stage's prompt (lib/runtime/terminal.ts), so the two never both wait for the same line.
 const MAX_OPTIONS = 4;
 const ANSWER_PROMPT = "answer> ";
 const NO_ONE_THERE = "no person at the terminal";

@@ -1,6 +1,6 @@
 // Exercise s01: the agent loop itself. bash and runTool are given; agentLoop is taken out.
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit } from "../lib/exercises.ts";
+import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 /** Replay `replies` through the learner's loop and fail with the replay's own words if it did not match. */
 async function replayed(t: CheckKit, ...args: Parameters<typeof scenarioOf>) {

@@ -2,7 +2,7 @@
 // given; their entries in TOOL_HANDLERS and safePath (with its helpers) are taken out.
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit, type ToolAnswer } from "../lib/exercises.ts";
+import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit, type ToolAnswer } from "../lib/course/exercises.ts";
 
 const SECRET = "the secret outside the workspace";
 

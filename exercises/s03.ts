@@ -1,6 +1,6 @@
 // Exercise s03: edit_file's unique-match rule and replace_all, with the count in the error.
 // The schema, safePath, readText, writeAtomically and noMatchHint are given; editFile is taken out.
-import { defineExercise, quote, say, type CheckKit, type ToolAnswer } from "../lib/exercises.ts";
+import { defineExercise, quote, say, type CheckKit, type ToolAnswer } from "../lib/course/exercises.ts";
 
 /** Call edit_file on a file with `content`, and return the answer and the file afterwards. */
 async function edit(t: CheckKit, content: string, input: Record<string, unknown>) {

@@ -3,12 +3,12 @@
 // (PRIVATE), name resolution (lookUp), the pinned GET and the page reading are given;
 // checkedAddresses and fetchFollowingRedirects are taken out.
 //
-// Pages are served by the replay engine's page handlers (lib/replay.ts) on a server that
+// Pages are served by the replay engine's page handlers (lib/course/replay.ts) on a server that
 // notes every request, so a check can tell "refused" from "fetched, then refused".
 import { setupServer } from "msw/node";
-import { replayHandlers } from "../lib/replay.ts";
-import type { ScenarioPage } from "../lib/scenario.ts";
-import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit, type ToolAnswer } from "../lib/exercises.ts";
+import { replayHandlers } from "../lib/course/replay.ts";
+import type { ScenarioPage } from "../lib/course/scenario.ts";
+import { defineExercise, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit, type ToolAnswer } from "../lib/course/exercises.ts";
 
 type Resolver = (host: string) => Promise<string[]>;
 

@@ -1,9 +1,9 @@
 // Exercise s05: ask_user, which waits for a person and never for someone who is not there.
-// The schema, readOptions (the options' checks) and the terminal (lib/terminal.ts) are
+// The schema, readOptions (the options' checks) and the terminal (lib/runtime/terminal.ts) are
 // given; askUser is taken out.
 import { PassThrough } from "node:stream";
-import { scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
-import { defineExercise, quote, resultText, say, toolResults, type CheckKit } from "../lib/exercises.ts";
+import { scriptedTerminal, useTerminal, type Terminal } from "../lib/runtime/terminal.ts";
+import { defineExercise, quote, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the older logs", "Keep everything"];
 

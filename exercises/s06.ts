@@ -4,8 +4,8 @@
 // the default approval mode here: reading goes ahead, an edit or a command asks first.
 import { PassThrough } from "node:stream";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
-import { defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/exercises.ts";
+import { nobody, scriptedTerminal, useTerminal } from "../lib/runtime/terminal.ts";
+import { defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 let calls = 0;
 const use = (name: string, input: Record<string, unknown>) => ({ type: "tool_use", id: `toolu_s06_check_${++calls}`, name, input }) as ToolUseBlock;

@@ -3,7 +3,7 @@
 // given; ResultFile.add and ResultFile.finish (keep a result whole, or in a file with its two
 // ends in memory) and read_file's execute (the footer with the next page) are taken out.
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { defineExercise, notWrittenIn, quote, resultText, say, type CheckKit } from "../lib/exercises.ts";
+import { defineExercise, notWrittenIn, quote, resultText, say, type CheckKit } from "../lib/course/exercises.ts";
 
 const LIMIT = 40_000;
 type Tool = { execute(params: object, signal: AbortSignal, callId?: string): Promise<{ llmContent: string }> };

@@ -6,7 +6,7 @@
 // the workspace, `cat tools.json` and `bash call.sh`, and run them as real commands.
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/exercises.ts";
+import { defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 type Report = { tools: string[]; problems: string[] };
 type Stage = {

@@ -3,8 +3,8 @@
 // withReminder are taken out. The checks read the requests the model received, as the API
 // would: each tool_use answered by the very next message, the reminder inside a result.
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
-import { defineExercise, notWrittenIn, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit } from "../lib/exercises.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { defineExercise, notWrittenIn, quote, reply, resultText, say, scenarioOf, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 type Status = "pending" | "in_progress" | "completed";
 type Todo = { id: string; content: string; status: Status };

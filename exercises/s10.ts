@@ -3,8 +3,8 @@
 // child's loop) and runChildTools (its calls, without task) are taken out. The checks read the
 // requests the model received: the child's own, and the parent's after it.
 import type { Message, MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import type { Scenario } from "../lib/scenario.ts";
-import { defineExercise, quote, reply, resultText, say, toolResults, type CheckKit } from "../lib/exercises.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
+import { defineExercise, quote, reply, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 const PROMPT = "Read notes.txt and tell me its first word.";
 const NOTES = "ZEBRA-SECRET is the first word of these notes\n";

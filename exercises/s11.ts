@@ -5,8 +5,8 @@
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario, type Scenario } from "../lib/scenario.ts";
-import { defineExercise, quote, reply, resultText, say, scenarioOf, type CheckKit } from "../lib/exercises.ts";
+import { loadScenario, type Scenario } from "../lib/course/scenario.ts";
+import { defineExercise, quote, reply, resultText, say, scenarioOf, type CheckKit } from "../lib/course/exercises.ts";
 
 /** A file's text, recognisable anywhere it is sent: its name's letter, 2,000 times. */
 const textOf = (letter: string) => `${letter.toUpperCase()}-START ${letter.repeat(2000)}`;

@@ -3,7 +3,7 @@
 // end) and the rest of s06 are given; parseSkill, load_skill's execute, proposeMemory and
 // knowledge (when the workspace is read) are taken out. The checks look at what the model
 // received (its system prompt, its tool results) and at the memory file in the workspace.
-import { defineExercise, notWrittenIn, quote, reply, say, scenarioOf, toolResults, resultText, type CheckKit, type ReplayedSession } from "../lib/exercises.ts";
+import { defineExercise, notWrittenIn, quote, reply, say, scenarioOf, toolResults, resultText, type CheckKit, type ReplayedSession } from "../lib/course/exercises.ts";
 
 const MEMORY = ".agent/MEMORY.md";
 const skill = (name: string, description: string, instructions: string) => `---\nname: ${name}\ndescription: ${description}\n---\n${instructions}\n`;
@@ -248,7 +248,7 @@ export default defineExercise({
         const [loaded] = toolResults(demo.requests, 1);
         if (!loaded || loaded.is_error || !resultText(loaded).includes("## Unreleased")) t.fail(say(`load_skill("changelog") gave the model ${quote(loaded && resultText(loaded))}`, `load_skill("changelog") がモデルに返したのは ${quote(loaded && resultText(loaded))} でした`));
         if (!(t.read("CHANGELOG.md") ?? "").includes("- Added: `--quiet`")) t.fail(say("CHANGELOG.md has no entry for --quiet after the demo", "デモのあと、CHANGELOG.md に --quiet の項目がありません"));
-        const { loadScenario } = await import("../lib/scenario.ts");
+        const { loadScenario } = await import("../lib/course/scenario.ts");
         const expected = loadScenario("s12", "next-session").files?.[MEMORY];
         if (t.read(MEMORY) !== expected) t.fail(say(`after the demo ${MEMORY} holds ${quote(t.read(MEMORY))}`, `デモのあと ${MEMORY} の中身は ${quote(t.read(MEMORY))} でした`), say(`what the next run starts from: ${quote(expected)}`, `次の実行が始めに置くもの: ${quote(expected)}`));
       },

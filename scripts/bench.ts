@@ -21,8 +21,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/stages.ts";
-import { toolImplementations } from "../lib/tools.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/course/stages.ts";
+import { toolImplementations } from "../lib/course/tools.ts";
 import { demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
 import { fileDurations, formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, ripgrepVersion, runRipgrep, SEARCH_CASES } from "./bench/search.ts";

@@ -11,9 +11,9 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadScenario, scenarioNames } from "../lib/scenario.ts";
-import { replayScenario, type ReplayableStage } from "../lib/session.ts";
-import { REPO_ROOT } from "../lib/stages.ts";
+import { loadScenario, scenarioNames } from "../lib/course/scenario.ts";
+import { replayScenario, type ReplayableStage } from "../lib/course/session.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages } from "../.vitepress/regions.ts";
 import type { CapturedSession } from "../.vitepress/sessions.ts";
 

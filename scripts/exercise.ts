@@ -13,8 +13,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, writeF
 import path from "node:path";
 import readline from "node:readline/promises";
 import { fileURLToPath } from "node:url";
-import { dirOption, folderProblem, stageFileOf, starterOf, type Exercise, type Lang } from "../lib/exercises.ts";
-import { REPO_ROOT } from "../lib/stages.ts";
+import { dirOption, folderProblem, stageFileOf, starterOf, type Exercise, type Lang } from "../lib/course/exercises.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { findExercise, forgetHints, parseOptions, shown } from "./verify.ts";
 
 const WORDS = {

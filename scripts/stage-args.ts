@@ -2,7 +2,7 @@
 // own program with a flag, so they behave exactly as `npx tsx agents/s02_tool_use.ts --replay`.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { AGENTS_DIR, existingStages } from "../lib/stages.ts";
+import { AGENTS_DIR, existingStages } from "../lib/course/stages.ts";
 
 export async function runStageWith(flag: "--replay" | "--record", argv: string[]): Promise<void> {
   const [stage, ...rest] = argv;

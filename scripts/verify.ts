@@ -10,7 +10,7 @@
 //   npm run verify -- s02 --dir workshop/pair2   the copy made with the same --dir
 //   npm run verify:all                 CI: every exercise's starter fails, its solution passes
 //
-// The checks run in a child process (lib/exercises.ts), so a copy whose loop never returns
+// The checks run in a child process (lib/course/exercises.ts), so a copy whose loop never returns
 // fails its check after a time limit (--time-limit <seconds>; 20 by default, 30 for
 // verify:all on a busy CI machine) instead of hanging.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, watch, writeFileSync } from "node:fs";
@@ -35,8 +35,8 @@ import {
   type Exercise,
   type Lang,
   type Text,
-} from "../lib/exercises.ts";
-import { CAPSTONE, existingStages, REPO_ROOT } from "../lib/stages.ts";
+} from "../lib/course/exercises.ts";
+import { CAPSTONE, existingStages, REPO_ROOT } from "../lib/course/stages.ts";
 
 // ---------------------------------------------------------------------------------------
 // The command line

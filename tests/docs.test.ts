@@ -19,9 +19,9 @@ import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } 
 import { tokenize } from "../.vitepress/search.ts";
 import { describePage, diffContent, diffStages, firstParagraph, optionalPages, plannedContent, plannedStages, repositoryOf } from "../.vitepress/site.ts";
 import { codeLines, linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
-import { remembering } from "../lib/recent.ts";
+import { remembering } from "../lib/course/recent.ts";
 import { checkNotes, stepsOfScenario } from "../.vitepress/transcript.ts";
-import { existingStages, REPO_ROOT } from "../lib/stages.ts";
+import { existingStages, REPO_ROOT } from "../lib/course/stages.ts";
 
 // ---------------------------------------------------------------------------------------
 // The checks
@@ -790,7 +790,7 @@ describe("regionsOf", () => {
   });
 });
 
-describe("remembering (lib/recent.ts), the cache behind regionsOf and the exercises' parses", () => {
+describe("remembering (lib/course/recent.ts), the cache behind regionsOf and the exercises' parses", () => {
   it("makes a value once per key, keeps the last ones made, and forgets the oldest", () => {
     const made: string[] = [];
     const upper = remembering(

@@ -1,4 +1,4 @@
-// The workshop exercises (exercises/, lib/exercises.ts, scripts/exercise.ts, scripts/verify.ts).
+// The workshop exercises (exercises/, lib/course/exercises.ts, scripts/exercise.ts, scripts/verify.ts).
 // What must hold for every exercise, now and for each one a later stage adds:
 // - its starter is made from the stage file as it is today, takes out only what it names,
 //   parses and loads, and fails every check, naming what is missing;
@@ -35,9 +35,9 @@ import {
   type Exercise,
   type StageModule,
   type Text,
-} from "../lib/exercises.ts";
-import { CAPSTONE, existingStages, REPO_ROOT, TSX_LOADER } from "../lib/stages.ts";
-import { typescript } from "../lib/typescript.ts";
+} from "../lib/course/exercises.ts";
+import { CAPSTONE, existingStages, REPO_ROOT, TSX_LOADER } from "../lib/course/stages.ts";
+import { typescript } from "../lib/course/typescript.ts";
 import { main as exerciseMain } from "../scripts/exercise.ts";
 import { hintLevel, main as verifyMain, parseOptions, reportEnd } from "../scripts/verify.ts";
 import { withTmpdir } from "./helpers.ts";
@@ -180,9 +180,9 @@ describe("starters made from a stage that has changed", () => {
 
   it("point their imports at the same files from wherever the copy is made", async () => {
     const text = await starter(exercises.get("s01")!, WORKSHOP_DIR);
-    expect(text).toContain('from "../lib/program.ts"');
+    expect(text).toContain('from "../lib/runtime/program.ts"');
     const elsewhere = await starter(exercises.get("s01")!, path.join(REPO_ROOT, "a", "b"));
-    expect(elsewhere).toContain('from "../../lib/program.ts"');
+    expect(elsewhere).toContain('from "../../lib/runtime/program.ts"');
   });
 });
 

@@ -14,9 +14,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { CAPSTONE } from "../.vitepress/curriculum.ts";
 import { regionsOf } from "../.vitepress/source.ts";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario, type ReplayedSession } from "../lib/session.ts";
-import { AGENTS_DIR } from "../lib/stages.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario, type ReplayedSession } from "../lib/course/session.ts";
+import { AGENTS_DIR } from "../lib/course/stages.ts";
 import { reply, REPO_ROOT, resultText, runTurns, scenarioOf, stageFile, stageFiles, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 

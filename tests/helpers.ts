@@ -14,12 +14,12 @@ import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import type { HttpHandler } from "msw";
-import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/replay.ts";
-import type { Scenario } from "../lib/scenario.ts";
-import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf, TSX_LOADER } from "../lib/stages.ts";
-import { reply, resultText, scenarioOf, toolResults as resultsOf } from "../lib/replies.ts";
-import { toolCall, toolImplementations, type ToolCall, type ToolStage } from "../lib/tools.ts";
-export { offersTool } from "../lib/tools.ts";
+import { replayHandlers, startReplay, type Replay, type RunningReplay } from "../lib/course/replay.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
+import { AGENTS_DIR, existingStages, REPO_ROOT, stageIdOf, TSX_LOADER } from "../lib/course/stages.ts";
+import { reply, resultText, scenarioOf, toolResults as resultsOf } from "../lib/course/replies.ts";
+import { toolCall, toolImplementations, type ToolCall, type ToolStage } from "../lib/course/tools.ts";
+export { offersTool } from "../lib/course/tools.ts";
 
 export { REPO_ROOT };
 
@@ -40,7 +40,7 @@ export type { ToolCall };
 
 /**
  * The stages whose model sees tool `name`, as [label, file] pairs in order: one per distinct
- * implementation of the tool (lib/tools.ts toolImplementations), labelled with every stage
+ * implementation of the tool (lib/course/tools.ts toolImplementations), labelled with every stage
  * that carries that same code ("s06 s08 s09"). A new stage's copy of a tool is tested the day
  * the stage lands; a copy that is byte for byte one already tested is not run again, which
  * keeps the suite fast as stages are added.
@@ -52,7 +52,7 @@ export async function stagesWithTool(name: string): Promise<[string, string][]> 
 /** "…/agents/s03_search_and_edit.ts" -> "s03" */
 export const stageId = stageIdOf;
 
-/** A stage's tool as tests call it (lib/tools.ts): input in, the text the model would receive out. */
+/** A stage's tool as tests call it (lib/course/tools.ts): input in, the text the model would receive out. */
 export async function toolOf(file: string, name: string): Promise<ToolCall> {
   const call = toolCall((await import(file)) as ToolStage, name);
   if (!call) throw new Error(`${stageId(file)} has no tool ${name}`);
@@ -103,7 +103,7 @@ export function useReplay(): (scenario: Scenario, options?: { allowUnhandled?: b
   };
 }
 
-// Replies and scenarios written briefly (lib/replies.ts, which the exercises' checks use too).
+// Replies and scenarios written briefly (lib/course/replies.ts, which the exercises' checks use too).
 export { reply, resultText, scenarioOf };
 
 /** The tool results carried by request `index` (the last user message), in order; a request never made fails the test. */

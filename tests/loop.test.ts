@@ -4,8 +4,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario } from "../lib/session.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario } from "../lib/course/session.ts";
 import { reply, resultText, scenarioOf, stageFiles, stageId, stagesWithTool, toolParameters, toolResults, useReplay, useWorkspace, usePrinted } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 

@@ -13,8 +13,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { http as mswHttp } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { runProgram, type StageProgram } from "../lib/program.ts";
-import { loadScenario } from "../lib/scenario.ts";
+import { runProgram, type StageProgram } from "../lib/runtime/program.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
 import { runStageWith } from "../scripts/stage-args.ts";
 import {
   eventually, isRunning, TSX_LOADER, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace, withTmpdir,

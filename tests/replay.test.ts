@@ -6,11 +6,11 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type Anthropic from "@anthropic-ai/sdk";
 import { describe, expect, it } from "vitest";
-import { sdkModule } from "../lib/model.ts";
-import { checkScenario, FIXTURES_DIR, loadScenario } from "../lib/scenario.ts";
+import { sdkModule } from "../lib/runtime/model.ts";
+import { checkScenario, FIXTURES_DIR, loadScenario } from "../lib/course/scenario.ts";
 import { reply, scenarioOf, useReplay } from "./helpers.ts";
 
-// The SDK as the stages load it (lib/model.ts).
+// The SDK as the stages load it (lib/runtime/model.ts).
 const client = new (sdkModule().default)({ apiKey: "test", baseURL: "http://model.test", maxRetries: 0, fetch: (u, i) => fetch(u, i) });
 const ask = (messages: Anthropic.MessageParam[]) =>
   client.messages.create({ model: "m", max_tokens: 10, messages });

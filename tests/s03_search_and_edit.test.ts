@@ -4,8 +4,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario } from "../lib/session.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario } from "../lib/course/session.ts";
 import { resultText, toolResults, useWorkspace, usePrinted } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 

@@ -11,8 +11,8 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vite
 import { http as mock } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario, type Scenario, type ScenarioPage } from "../lib/scenario.ts";
-import { regionImplementations, toolCall } from "../lib/tools.ts";
+import { loadScenario, type Scenario, type ScenarioPage } from "../lib/course/scenario.ts";
+import { regionImplementations, toolCall } from "../lib/course/tools.ts";
 import { reply, resultText, runMain, runTurns, scenarioOf, stageFile, stageFiles, stageId, stagesWithTool, toolOf, toolResults, useReplay, useWorkspace, type ToolCall } from "./helpers.ts";
 
 /** What the tests use of a stage with web_fetch, besides the tool itself. */

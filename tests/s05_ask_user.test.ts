@@ -7,8 +7,8 @@ import { PassThrough } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { agentLoop } from "../agents/s05_ask_user.ts";
-import { loadScenario } from "../lib/scenario.ts";
-import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/terminal.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { lineTerminal, nobody, scriptedTerminal, useTerminal, type Terminal } from "../lib/runtime/terminal.ts";
 import { reply, resultText, runMain, scenarioOf, stageFile, toolResults, useReplay, useWorkspace, runTurns, usePrinted } from "./helpers.ts";
 
 const OPTIONS = ["Delete all 3 .log files", "Delete only the .log files older than a week", "Keep everything"];

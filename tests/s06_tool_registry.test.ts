@@ -12,7 +12,7 @@ import {
 } from "./helpers.ts";
 
 const FILE = stageFile("s06");
-type Terminal = typeof import("../lib/terminal.ts");
+type Terminal = typeof import("../lib/runtime/terminal.ts");
 type Stage = {
   /** The terminal module the stage itself uses (a fresh one after each reload). */
   term: Terminal;
@@ -39,7 +39,7 @@ async function stageIn(mode: string): Promise<Stage> {
   vi.resetModules();
   try {
     const stage = await import(FILE);
-    current = { ...stage, term: await import("../lib/terminal.ts") } as Stage;
+    current = { ...stage, term: await import("../lib/runtime/terminal.ts") } as Stage;
     return current;
   } finally {
     vi.unstubAllEnvs();

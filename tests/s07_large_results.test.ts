@@ -8,9 +8,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { regionsOf } from "../lib/regions.ts";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario } from "../lib/session.ts";
+import { regionsOf } from "../lib/course/regions.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario } from "../lib/course/session.ts";
 import {
   eventually, reply, resultText, scenarioOf, stageFile, toolResults, useOutside, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";

@@ -10,7 +10,7 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
 import {
   eventually, isRunning, REPO_ROOT, reply, resultText, runMain, runStage, scenarioOf, stageFile, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
@@ -21,7 +21,7 @@ const FILE = process.env.S08_FILE ?? stageFile("s08");
 const DOCS_SERVER = path.join(REPO_ROOT, "fixtures", "s08", "docs-server.mjs");
 const node = (script: string, ...args: string[]) => ({ command: process.execPath, args: [script, ...args] });
 
-type Terminal = typeof import("../lib/terminal.ts");
+type Terminal = typeof import("../lib/runtime/terminal.ts");
 type Report = { tools: string[]; problems: string[] };
 type Stage = {
   term: Terminal;
@@ -41,7 +41,7 @@ async function stageIn(mode: string): Promise<Stage> {
   vi.resetModules();
   try {
     const stage = await import(FILE);
-    return { ...stage, term: await import("../lib/terminal.ts") } as Stage;
+    return { ...stage, term: await import("../lib/runtime/terminal.ts") } as Stage;
   } finally {
     vi.unstubAllEnvs();
   }
@@ -505,7 +505,7 @@ describe("s08's demo", () => {
     // The stage and the replay share one terminal module, so the recorded person answers the stage.
     vi.resetModules();
     const stage = (await import(FILE)) as Stage;
-    const { replayScenario } = await import("../lib/session.ts");
+    const { replayScenario } = await import("../lib/course/session.ts");
     const scenario = loadScenario("s08");
     const session = await replayScenario(stage, scenario, { workspace: workspace.dir });
     try {

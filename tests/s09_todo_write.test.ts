@@ -8,14 +8,14 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { PassThrough } from "node:stream";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario } from "../lib/session.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario } from "../lib/course/session.ts";
 import { reply, resultText, runTurns, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s09");
 type Stage = {
-  term: typeof import("../lib/terminal.ts");
+  term: typeof import("../lib/runtime/terminal.ts");
   registry: { getTool(name: string): { kind: string } | undefined };
   runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
   agentLoop(messages: MessageParam[]): Promise<void>;
@@ -25,14 +25,14 @@ type Stage = {
 };
 
 // The stage as the tests run: no APPROVAL_MODE, so "default" (todo_write and reads never ask).
-const stage = { ...(await import(FILE)), term: await import("../lib/terminal.ts") } as Stage;
+const stage = { ...(await import(FILE)), term: await import("../lib/runtime/terminal.ts") } as Stage;
 
 /** The stage loaded afresh with another approval mode (read at load), with the terminal module it uses. */
 async function stageIn(mode: string): Promise<Stage> {
   vi.stubEnv("APPROVAL_MODE", mode);
   vi.resetModules();
   try {
-    return { ...(await import(FILE)), term: await import("../lib/terminal.ts") } as Stage;
+    return { ...(await import(FILE)), term: await import("../lib/runtime/terminal.ts") } as Stage;
   } finally {
     vi.unstubAllEnvs();
   }

@@ -12,18 +12,18 @@ import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario, type Scenario } from "../lib/scenario.ts";
+import { loadScenario, type Scenario } from "../lib/course/scenario.ts";
 import {
   eventually, isRunning, onScreen, reply, resultText, scenarioOf, stageFile, toolResults, usePrinted, useReplay, useWorkspace,
 } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s10");
-type Terminal = typeof import("../lib/terminal.ts");
+type Terminal = typeof import("../lib/runtime/terminal.ts");
 type Stage = {
   term: Terminal;
-  session: typeof import("../lib/session.ts");
-  program: typeof import("../lib/program.ts");
+  session: typeof import("../lib/course/session.ts");
+  program: typeof import("../lib/runtime/program.ts");
   registry: { getTool(name: string): { name: string; kind: string } | undefined };
   runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
   agentLoop(messages: MessageParam[]): Promise<void>;
@@ -46,7 +46,7 @@ async function stageIn(mode: string, options: { fresh?: boolean } = {}): Promise
   vi.resetModules();
   try {
     const stage = await import(FILE);
-    current = { ...stage, term: await import("../lib/terminal.ts"), session: await import("../lib/session.ts"), program: await import("../lib/program.ts") } as Stage;
+    current = { ...stage, term: await import("../lib/runtime/terminal.ts"), session: await import("../lib/course/session.ts"), program: await import("../lib/runtime/program.ts") } as Stage;
     if (!options.fresh) loaded.set(mode, current);
     return current;
   } finally {

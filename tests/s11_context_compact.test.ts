@@ -13,11 +13,11 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
-import { runProgram, type StageProgram } from "../lib/program.ts";
-import { replayHandlers } from "../lib/replay.ts";
-import { loadScenario, type Scenario } from "../lib/scenario.ts";
-import { replayScenario } from "../lib/session.ts";
-import { nobody, scriptedTerminal, useTerminal } from "../lib/terminal.ts";
+import { runProgram, type StageProgram } from "../lib/runtime/program.ts";
+import { replayHandlers } from "../lib/course/replay.ts";
+import { loadScenario, type Scenario } from "../lib/course/scenario.ts";
+import { replayScenario } from "../lib/course/session.ts";
+import { nobody, scriptedTerminal, useTerminal } from "../lib/runtime/terminal.ts";
 import { onScreen, REPO_ROOT, reply, resultText, runMain, scenarioOf, stageFile, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
@@ -573,7 +573,7 @@ describe("s11 the demo", () => {
   });
 });
 
-describe("lib/program.ts: a stage's commands at the prompt (slashCommands)", () => {
+describe("lib/runtime/program.ts: a stage's commands at the prompt (slashCommands)", () => {
   useWorkspace();
 
   const program = (commands?: StageProgram["slashCommands"]): StageProgram & { seen: MessageParam[][] } => {

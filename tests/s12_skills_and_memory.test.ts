@@ -12,15 +12,15 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
 import { reply, resultText, runMain, scenarioOf, stageFile, toolResults, useOutside, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s12");
 type Stage = {
-  term: typeof import("../lib/terminal.ts");
-  /** lib/session.ts loaded with the stage, so a replay's person types on the stage's own terminal. */
-  replayScenario: typeof import("../lib/session.ts").replayScenario;
+  term: typeof import("../lib/runtime/terminal.ts");
+  /** lib/course/session.ts loaded with the stage, so a replay's person types on the stage's own terminal. */
+  replayScenario: typeof import("../lib/course/session.ts").replayScenario;
   runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
   agentLoop(messages: MessageParam[]): Promise<void>;
   prepareReplay(): void;
@@ -32,8 +32,8 @@ async function stageIn(mode: string): Promise<Stage> {
   vi.stubEnv("APPROVAL_MODE", mode);
   vi.resetModules();
   try {
-    const loaded = { ...(await import(FILE)), term: await import("../lib/terminal.ts") };
-    return { ...loaded, replayScenario: (await import("../lib/session.ts")).replayScenario } as Stage;
+    const loaded = { ...(await import(FILE)), term: await import("../lib/runtime/terminal.ts") };
+    return { ...loaded, replayScenario: (await import("../lib/course/session.ts")).replayScenario } as Stage;
   } finally {
     vi.unstubAllEnvs();
   }
@@ -602,7 +602,7 @@ describe("s12 the demo, and memory across two runs of the program", () => {
 
   it("two runs of the program with a model: the first saves a fact, the second's system prompt holds it from its first request", async () => {
     vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-test-key");
-    const replay = (await import("../lib/replay.ts")).startReplay(
+    const replay = (await import("../lib/course/replay.ts")).startReplay(
       scenarioOf([
         reply.tools([{ name: "save_memory", input: { fact: "The staging server is staging.example.test." } }]),
         reply.text("Saved."),

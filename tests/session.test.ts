@@ -1,5 +1,5 @@
 // The recorded session each stage page shows: the stage's demo, replayed through the stage's
-// real loop and real tools in a temporary workspace (lib/session.ts, as the docs build does
+// real loop and real tools in a temporary workspace (lib/course/session.ts, as the docs build does
 // in .vitepress/sessions.ts), must be the fixture's (tests/whole-session.ts). A stage whose
 // own test file checks that on its demo replay is not replayed again here; every other
 // stage's demo is replayed here, once, in this test's own process.
@@ -9,9 +9,9 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../lib/scenario.ts";
-import { replayScenario, type ReplayableStage } from "../lib/session.ts";
-import { REPO_ROOT } from "../lib/stages.ts";
+import { loadScenario } from "../lib/course/scenario.ts";
+import { replayScenario, type ReplayableStage } from "../lib/course/session.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages } from "../.vitepress/regions.ts";
 import { sessionProblems } from "../.vitepress/sessions.ts";
 import { toolCount } from "../.vitepress/source.ts";

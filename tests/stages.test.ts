@@ -7,7 +7,7 @@ import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
-import { regionImplementations, toolImplementations } from "../lib/tools.ts";
+import { regionImplementations, toolImplementations } from "../lib/course/tools.ts";
 import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
@@ -71,7 +71,7 @@ describe("the curriculum", () => {
   });
 });
 
-describe("which stages share a tool's code (lib/tools.ts)", () => {
+describe("which stages share a tool's code (lib/course/tools.ts)", () => {
   // Copies of two stages in a temporary folder: the same grep, then one of them changed.
   const copies = (change: (text: string) => string, both = (text: string) => text) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "workbook-implementations-"));

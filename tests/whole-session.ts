@@ -1,14 +1,14 @@
 // What every stage's recorded session must be, for the page that shows it: the stage's demo,
-// replayed through its real loop and real tools (lib/session.ts, as the docs build does in
+// replayed through its real loop and real tools (lib/course/session.ts, as the docs build does in
 // .vitepress/sessions.ts). A stage's own test file checks this on the demo replay it makes
 // anyway, so a demo is replayed once; tests/session.test.ts replays the demos whose test
 // file does not.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import type { ReplayedSession } from "../lib/session.ts";
-import type { Scenario } from "../lib/scenario.ts";
-import { REPO_ROOT } from "../lib/stages.ts";
+import type { ReplayedSession } from "../lib/course/session.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { notesFile } from "../.vitepress/sessions.ts";
 import { checkNotes, compareWithScenario, stepsOf } from "../.vitepress/transcript.ts";
 

@@ -1,15 +1,15 @@
 // What the model must send and receive. Edit versus write: the bytes of the tool call that
 // changes one line of a 1,000-line file, as an edit_file call and as a write_file call.
 // Context per demo: the bytes of every request a stage's recorded demo sends to the model,
-// replayed in this process through the stage's real loop and tools (lib/session.ts), so a
+// replayed in this process through the stage's real loop and tools (lib/course/session.ts), so a
 // later stage that evicts or compacts shows what it saves on the same kind of work.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Tool } from "@anthropic-ai/sdk/resources/messages";
-import { loadScenario } from "../../lib/scenario.ts";
-import { replayScenario, type ReplayableStage } from "../../lib/session.ts";
-import { toolCall, type ToolCall, type ToolStage } from "../../lib/tools.ts";
+import { loadScenario } from "../../lib/course/scenario.ts";
+import { replayScenario, type ReplayableStage } from "../../lib/course/session.ts";
+import { toolCall, type ToolCall, type ToolStage } from "../../lib/course/tools.ts";
 
 export interface StageModule extends ReplayableStage, ToolStage {
   TOOLS: Tool[];
@@ -17,7 +17,7 @@ export interface StageModule extends ReplayableStage, ToolStage {
 
 export type { ToolCall };
 
-/** A stage's tool as the model calls it (lib/tools.ts); undefined: the stage has no such tool. */
+/** A stage's tool as the model calls it (lib/course/tools.ts); undefined: the stage has no such tool. */
 export function toolOf(stage: StageModule, name: string): ToolCall | undefined {
   // Only what the model is offered: a tool the stage holds but does not show is not measured.
   if (!stage.TOOLS.some((tool) => tool.name === name)) return undefined;

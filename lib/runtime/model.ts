@@ -28,7 +28,7 @@ export interface ModelSettings {
 
 const require = createRequire(import.meta.url);
 
-/** The SDK's CommonJS build. Its error classes come from the same build (see lib/program.ts). */
+/** The SDK's CommonJS build. Its error classes come from the same build (see lib/runtime/program.ts). */
 export function sdkModule(): typeof import("@anthropic-ai/sdk") {
   return require("@anthropic-ai/sdk");
 }

@@ -14,7 +14,7 @@
 //
 // A check gets a CheckKit: the learner's module, a fresh temporary workspace (the working
 // directory) with a folder outside it, the tools called as the loop calls them, and replays
-// through lib/session.ts, the same engine the demo and the tests use.
+// through lib/course/session.ts, the same engine the demo and the tests use.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -26,7 +26,7 @@ import { loadScenario, type Scenario } from "./scenario.ts";
 import { resultText } from "./replies.ts";
 import type { ReplayedSession } from "./session.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
-import { nobody, useTerminal } from "./terminal.ts";
+import { nobody, useTerminal } from "../runtime/terminal.ts";
 import { toolCall, type ToolCall, type ToolStage } from "./tools.ts";
 import { remembering } from "./recent.ts";
 import { typescript } from "./typescript.ts";
@@ -571,7 +571,7 @@ export interface CheckKit {
   readonly printed: string[];
   /** A tool as the loop calls it. Never throws for the tool's own errors: they come back as isError. */
   tool(name: string): (input: Record<string, unknown>) => Promise<ToolAnswer>;
-  /** Replay a scenario through the module's agentLoop, in the workspace (lib/session.ts). */
+  /** Replay a scenario through the module's agentLoop, in the workspace (lib/course/session.ts). */
   replay(scenario: Scenario): Promise<ReplayedSession>;
   /** Replay one of the stage's recorded scenarios (default: its demo). */
   demo(name?: string): Promise<ReplayedSession>;
@@ -599,7 +599,7 @@ export function quote(value: unknown): string {
   return `"${line.length > 160 ? `${line.slice(0, 157)}...` : line}"`;
 }
 
-/** The stage's tool `name` (lib/tools.ts); a stage without it fails the check, naming where it is missing. */
+/** The stage's tool `name` (lib/course/tools.ts); a stage without it fails the check, naming where it is missing. */
 function toolCaller(stage: StageModule, name: string): ToolCall {
   const call = toolCall(stage as ToolStage, name);
   if (call) return call;
@@ -987,7 +987,7 @@ async function childMain([id, file, from]: string[]): Promise<void> {
   // The replay engine (msw) and the SDK load at their first use, which would count against
   // the first check's time limit: load them now, under the generous limit for loading.
   await import("./session.ts");
-  (await import("./model.ts")).sdkModule();
+  (await import("../runtime/model.ts")).sdkModule();
   await send({ type: "loaded" });
   for (let index = Number(from); index < exercise.requirements.length; index++) {
     await send({ type: "start", index });

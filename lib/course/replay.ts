@@ -11,7 +11,7 @@ import type { HttpHandler } from "msw";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
 
-// Only the parts of msw a replay uses, loaded with require for the reason lib/model.ts gives
+// Only the parts of msw a replay uses, loaded with require for the reason lib/runtime/model.ts gives
 // for the SDK. msw's main entry would also load its GraphQL support: the graphql package,
 // over a hundred modules no replay needs, in every stage that replays. The answers are the
 // platform's own Response, which msw takes as they are.

@@ -8,7 +8,7 @@ import path from "node:path";
 import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
 import { startReplay } from "./replay.ts";
-import { scriptedTerminal, terminal, useTerminal } from "./terminal.ts";
+import { scriptedTerminal, terminal, useTerminal } from "../runtime/terminal.ts";
 
 /** What a stage module offers a replay: its loop, and what it must know of the scenario first. */
 export interface ReplayableStage {

@@ -2,7 +2,7 @@
 // is kept, so an instructor can turn a good session into a scenario that replays offline.
 //
 // The recorder watches `fetch`, which the stages' client looks up at each request
-// (lib/model.ts): every attempt the SDK makes, retries included, goes through it untouched,
+// (lib/runtime/model.ts): every attempt the SDK makes, retries included, goes through it untouched,
 // and each successful reply of the model is noted. A 529 or a dropped connection is simply
 // not noted, so the SDK's retry and the recording both go on. Only reply bodies are kept,
 // never headers; the key is also scrubbed from the text in case a reply repeats it.
@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Message } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
-import type { Terminal } from "./terminal.ts";
+import type { Terminal } from "../runtime/terminal.ts";
 
 export interface Recording {
   /** Note a prompt the person typed at the stage's prompt. */

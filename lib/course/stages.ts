@@ -4,9 +4,9 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { CAPSTONE as CAPSTONE_PAGE } from "../.vitepress/curriculum.ts";
+import { CAPSTONE as CAPSTONE_PAGE } from "../../.vitepress/curriculum.ts";
 
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const AGENTS_DIR = path.join(REPO_ROOT, "agents");
 /**
  * tsx's loader, by its full address: `npx tsx` resolves tsx from the repository, but a child

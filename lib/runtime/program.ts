@@ -17,8 +17,8 @@ import { fileURLToPath } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { APIError } from "@anthropic-ai/sdk/core/error";
 import { sdkModule } from "./model.ts";
-import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "./scenario.ts";
-import type { Recording } from "./record.ts";
+import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "../course/scenario.ts";
+import type { Recording } from "../course/record.ts";
 import { lineTerminal, nobody, typeOut, useTerminal, type Terminal } from "./terminal.ts";
 
 export interface StageProgram {
@@ -225,7 +225,7 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
   console.log(`Replaying ${file} in a fresh workspace: ${workspace}`);
   console.log(`(${scenario.description})\n`);
 
-  const { replayScenario } = await import("./session.ts");
+  const { replayScenario } = await import("../course/session.ts");
   const session = await replayScenario(program, scenario, {
     workspace,
     output: process.stdout,
@@ -281,7 +281,7 @@ async function record(program: StageProgram, name: string | undefined, rest: str
     console.log(`[error] ${file} exists already; choose another name (nothing was overwritten).`);
     return 1;
   }
-  const { startRecording } = await import("./record.ts");
+  const { startRecording } = await import("../course/record.ts");
   const recording = startRecording(process.env.ANTHROPIC_API_KEY ?? "");
   let code = 1;
   try {

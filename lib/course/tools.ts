@@ -72,7 +72,7 @@ const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one
  * name (it runs at load), and any name that appears in the code, even in a string.
  */
 function implementationOf(text: string, name: string): string {
-  // The test harness reaches a tool through these (lib/tools.ts toolCall), whatever it names.
+  // The test harness reaches a tool through these (lib/course/tools.ts toolCall), whatever it names.
   return JSON.stringify([text.includes("TOOL_HANDLERS"), regionsCode(text, TOOL_REGIONS[name] ?? [], "registry TOOL_HANDLERS")]);
 }
 
