@@ -11,24 +11,28 @@
  *                       +--> stop_reason is not "tool_use": the turn is over
  *
  * New: everything. The loop below stays the same text in every later stage.
+ * Machinery (lib/machinery, a lesson of its own under "Under the hood"): processes.ts runs a
+ * command and ends all it started; head-and-tail.ts keeps long output short.
  *
  *   npx tsx agents/s01_agent_loop.ts            (no key: replays the recorded demo)
  */
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
+import { runCommand } from "../lib/machinery/processes.ts";
+import { optionalInteger, requireString } from "../lib/machinery/validation.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 
 // #region config
-if (existsSync(".env")) process.loadEnvFile(".env");
+loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
-// the first request, so the program starts at once). With no key the program replays a
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
+// SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace is the directory the program runs in. It is read at each call rather than
@@ -63,121 +67,17 @@ const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"
 const DEFAULT_TIMEOUT = 120;
 const MAX_TIMEOUT = 600;
 
-function runBash(input: Record<string, unknown>): Promise<string> {
+async function runBash(input: Record<string, unknown>): Promise<string> {
   const command = requireString(input, "command");
   const seconds = optionalInteger(input, "timeout", { min: 1, max: MAX_TIMEOUT }) ?? DEFAULT_TIMEOUT;
   const blocked = DENYLIST.find((pattern) => command.includes(pattern));
   if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
-
-  return new Promise((resolve, reject) => {
-    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
-    // its own process group; the mark in its environment follows whatever it starts.
-    const mark = newCommandMark();
-    const child = spawn("bash", ["-c", command], {
-      cwd: workspace(),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, [COMMAND_MARK]: mark },
-    });
-    if (child.pid) commandGroups.add(child.pid);
-    const output = new HeadAndTail();
-    child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const timer = setTimeout(() => {
-      endProcesses(`${mark}\0`, [child.pid!]);
-      reject(new Error(`timed out after ${seconds}s; the command and everything it started were ended. Output so far:\n${output.text()}`));
-    }, seconds * 1000);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
-    // for long after the shell is done. Output still in the pipes is read until they close, or
-    // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
-    // can run before the loop reads what is waiting); the background child runs on, until its
-    // command's time is up or the program ends.
-    child.on("exit", (code) => {
-      timer.unref(); // it still ends what the command left running, without keeping the program alive
-      let finished = false;
-      const done = () => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(grace);
-        child.stdout.destroy();
-        child.stderr.destroy();
-        child.unref();
-        const text = output.text() || "(no output)";
-        resolve(code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`);
-      };
-      const grace = setTimeout(() => setImmediate(done), 50);
-      child.once("close", done);
-    });
-  });
-}
-
-// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
-// process that leaves the command's process group (`setsid`, a daemon). Every process a
-// command starts inherits its environment, so each command gets a mark there; at a timeout
-// the command's marked processes end, and when the program ends, all of them do. Finding a
-// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
-const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
-const THIS_RUN = randomBytes(4).toString("hex");
-const commandGroups = new Set<number>();
-let commandsRun = 0;
-const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
-process.on("exit", () => {
-  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
-});
-
-/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
-function endProcesses(mark: string, groups: Iterable<number>): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {} // it has ended already
-  };
-  for (const group of groups) kill(-group);
-  // A few rounds: a process may start another while the first ones are being ended.
-  for (let round = 0; round < 5; round++) {
-    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
-    if (marked.length === 0) return;
-    marked.forEach(kill);
-  }
-}
-
-/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
-function markedProcesses(needle: string): number[] {
-  if (process.platform !== "linux") return [];
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
-    .filter((pid) => {
-      try {
-        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
-      } catch {
-        return false; // gone already, or another user's
-      }
-    })
-    .map(Number);
-}
-
-/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
-class HeadAndTail {
-  private head = "";
-  private tail = "";
-  private total = 0;
-  add(text: string) {
-    this.total += text.length;
-    const roomInHead = KEEP - this.head.length;
-    if (roomInHead > 0) {
-      this.head += text.slice(0, roomInHead);
-      text = text.slice(roomInHead);
-    }
-    this.tail = (this.tail + text).slice(-KEEP);
-  }
-  text(): string {
-    const cut = this.total - this.head.length - this.tail.length;
-    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
-  }
+  // stdin is closed, the command and all it starts end at the time limit, and endless output
+  // keeps only its two ends (lib/machinery/processes.ts, head-and-tail.ts).
+  const output = new HeadAndTail(MAX_OUTPUT);
+  const code = await runCommand(command, { cwd: workspace(), timeoutMs: seconds * 1000, output });
+  const text = output.text() || "(no output)";
+  return code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`;
 }
 // #endregion bash
 
@@ -222,59 +122,6 @@ async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   console.log(dim(describeResult(result)));
   return result;
 }
-
-/**
- * Text cut to at most about `max` characters, with a note of what was cut: the head and the
- * tail when the end matters (a command's output often ends with its error), or the head.
- */
-function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
-  if (text.length <= max) return text;
-  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
-  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
-  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
-}
-
-// What is kept at each end of a long output; the rest of MAX_OUTPUT is room for the marker.
-const KEEP = (MAX_OUTPUT - 100) / 2;
-const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
-
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
-  return value;
-}
-
-/**
- * An optional whole number. Left out or null means "the default" (models send null for what
- * they leave out, so every tool treats null so); anything else must be a whole number in range.
- */
-function optionalInteger(input: Record<string, unknown>, name: string, range: { min: number; max?: number }): number | undefined {
-  const value = input[name];
-  if (value === undefined || value === null) return undefined;
-  const { min, max = Number.MAX_SAFE_INTEGER } = range;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    const bounds = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
-    throw new Error(`"${name}" must be a whole number ${bounds}, not ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** The call as a person reads it: each argument by name, strings quoted, so where one ends shows. */
-function describeCall(call: ToolUseBlock): string {
-  const args = Object.entries((call.input ?? {}) as Record<string, unknown>);
-  return `${call.name}(${args.map(([name, value]) => `${name}: ${clip(JSON.stringify(value) ?? "undefined", 120, "head")}`).join(", ")})`;
-}
-
-/** The result as a person reads it: its first lines; an error in full, since it says what went wrong. */
-function describeResult(result: ToolResultBlockParam): string {
-  const text = String(result.content).trimEnd() || "(empty)";
-  const lines = result.is_error ? clip(text, 2000, "head").split("\n") : text.split("\n");
-  const shown = result.is_error ? lines : lines.slice(0, 6).map((line) => clip(line, 160, "head"));
-  if (shown.length < lines.length) shown.push(`… (${lines.length - shown.length} more lines)`);
-  return shown.map((line) => `  ${line}`).join("\n");
-}
-
-const dim = (text: string) => (process.stdout.isTTY ? `\x1b[2m${text}\x1b[0m` : text);
 // #endregion run-tool
 
 // #region agent-loop

@@ -13,26 +13,34 @@
  *                                                       |
  *                                          safePath(): every path stays in the workspace
  *
- * New since s01: three file tools in the dispatch map, and the workspace sandbox.
+ * New since s01: three file tools in the dispatch map, and the workspace sandbox; regions
+ * `sandbox` and `dispatch` come first, then the tools.
+ * Machinery (lib/machinery): safe-read.ts and atomic-write.ts under the file tools,
+ * processes.ts and head-and-tail.ts under bash.
  *
  *   npx tsx agents/s02_tool_use.ts            (no key: replays the recorded demo)
  */
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
+import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
+import { runCommand } from "../lib/machinery/processes.ts";
+import { readText } from "../lib/machinery/safe-read.ts";
+import { optionalInteger, requireString } from "../lib/machinery/validation.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 
 // #region config
-if (existsSync(".env")) process.loadEnvFile(".env");
+loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
-// the first request, so the program starts at once). With no key the program replays a
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
+// SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace is the directory the program runs in. It is read at each call rather than
@@ -41,6 +49,68 @@ const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BAS
 const workspace = () => process.cwd();
 const systemPrompt = () => `You are a coding agent working in ${workspace()}. Use read_file, write_file and edit_file for files and bash for the rest. Act first, then report briefly.`;
 // #endregion config
+
+// #region sandbox
+/**
+ * Resolve a path the model gave to a place inside the workspace, or refuse it before any
+ * file is touched. `..` and absolute paths that lead out are refused, and so are symlinks
+ * whose target is outside. `~` is only a folder name here: nothing expands it to home.
+ */
+function safePath(given: string): string {
+  if (given.includes("\0")) throw new Error("the path contains a NUL byte");
+  const root = realpathSync(workspace());
+  const full = path.resolve(root, given);
+  if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
+  // The path as the file system will follow it: a link inside may point anywhere.
+  const real = followLinks(full, given);
+  if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
+  return real;
+}
+
+function isInside(root: string, target: string): boolean {
+  const relative = path.relative(root, target);
+  // `..report.md` is a fine name; only a `..` segment leaves the folder.
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
+/** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
+function followLinks(full: string, given: string): string {
+  let existing = full;
+  const missing: string[] = [];
+  while (!lexists(existing)) {
+    missing.unshift(path.basename(existing));
+    existing = path.dirname(existing);
+  }
+  try {
+    return path.join(realpathSync(existing), ...missing);
+  } catch {
+    throw new Error(`${given} goes through a symlink that points nowhere`);
+  }
+}
+
+function lexists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
+const inWorkspace = (): WriteRoot => ({ root: realpathSync(workspace()), isInside });
+// #endregion sandbox
+
+// #region dispatch
+type Handler = (input: Record<string, unknown>) => string | Promise<string>;
+
+export const TOOL_HANDLERS: Record<string, Handler> = {
+  bash: runBash,
+  read_file: readFile,
+  write_file: writeFile,
+  edit_file: editFile,
+};
+// #endregion dispatch
 
 // #region tools
 export const TOOLS: Tool[] = [
@@ -104,231 +174,29 @@ const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"
 const DEFAULT_TIMEOUT = 120;
 const MAX_TIMEOUT = 600;
 
-function runBash(input: Record<string, unknown>): Promise<string> {
+async function runBash(input: Record<string, unknown>): Promise<string> {
   const command = requireString(input, "command");
   const seconds = optionalInteger(input, "timeout", { min: 1, max: MAX_TIMEOUT }) ?? DEFAULT_TIMEOUT;
   const blocked = DENYLIST.find((pattern) => command.includes(pattern));
   if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
-
-  return new Promise((resolve, reject) => {
-    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
-    // its own process group; the mark in its environment follows whatever it starts.
-    const mark = newCommandMark();
-    const child = spawn("bash", ["-c", command], {
-      cwd: workspace(),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, [COMMAND_MARK]: mark },
-    });
-    if (child.pid) commandGroups.add(child.pid);
-    const output = new HeadAndTail();
-    child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const timer = setTimeout(() => {
-      endProcesses(`${mark}\0`, [child.pid!]);
-      reject(new Error(`timed out after ${seconds}s; the command and everything it started were ended. Output so far:\n${output.text()}`));
-    }, seconds * 1000);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
-    // for long after the shell is done. Output still in the pipes is read until they close, or
-    // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
-    // can run before the loop reads what is waiting); the background child runs on, until its
-    // command's time is up or the program ends.
-    child.on("exit", (code) => {
-      timer.unref(); // it still ends what the command left running, without keeping the program alive
-      let finished = false;
-      const done = () => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(grace);
-        child.stdout.destroy();
-        child.stderr.destroy();
-        child.unref();
-        const text = output.text() || "(no output)";
-        resolve(code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`);
-      };
-      const grace = setTimeout(() => setImmediate(done), 50);
-      child.once("close", done);
-    });
-  });
-}
-
-// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
-// process that leaves the command's process group (`setsid`, a daemon). Every process a
-// command starts inherits its environment, so each command gets a mark there; at a timeout
-// the command's marked processes end, and when the program ends, all of them do. Finding a
-// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
-const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
-const THIS_RUN = randomBytes(4).toString("hex");
-const commandGroups = new Set<number>();
-let commandsRun = 0;
-const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
-process.on("exit", () => {
-  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
-});
-
-/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
-function endProcesses(mark: string, groups: Iterable<number>): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {} // it has ended already
-  };
-  for (const group of groups) kill(-group);
-  // A few rounds: a process may start another while the first ones are being ended.
-  for (let round = 0; round < 5; round++) {
-    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
-    if (marked.length === 0) return;
-    marked.forEach(kill);
-  }
-}
-
-/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
-function markedProcesses(needle: string): number[] {
-  if (process.platform !== "linux") return [];
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
-    .filter((pid) => {
-      try {
-        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
-      } catch {
-        return false; // gone already, or another user's
-      }
-    })
-    .map(Number);
-}
-
-/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
-class HeadAndTail {
-  private head = "";
-  private tail = "";
-  private total = 0;
-  add(text: string) {
-    this.total += text.length;
-    const roomInHead = KEEP - this.head.length;
-    if (roomInHead > 0) {
-      this.head += text.slice(0, roomInHead);
-      text = text.slice(roomInHead);
-    }
-    this.tail = (this.tail + text).slice(-KEEP);
-  }
-  text(): string {
-    const cut = this.total - this.head.length - this.tail.length;
-    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
-  }
+  // stdin is closed, the command and all it starts end at the time limit, and endless output
+  // keeps only its two ends (lib/machinery/processes.ts, head-and-tail.ts).
+  const output = new HeadAndTail(MAX_OUTPUT);
+  const code = await runCommand(command, { cwd: workspace(), timeoutMs: seconds * 1000, output });
+  const text = output.text() || "(no output)";
+  return code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`;
 }
 // #endregion bash
 
-// #region sandbox
-/**
- * Resolve a path the model gave to a place inside the workspace, or refuse it before any
- * file is touched. `..` and absolute paths that lead out are refused, and so are symlinks
- * whose target is outside. `~` is only a folder name here: nothing expands it to home.
- */
-function safePath(given: string): string {
-  if (given.includes("\0")) throw new Error("the path contains a NUL byte");
-  const root = realpathSync(workspace());
-  const full = path.resolve(root, given);
-  if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
-  // The path as the file system will follow it: a link inside may point anywhere.
-  const real = followLinks(full, given);
-  if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
-  return real;
-}
-
-function isInside(root: string, target: string): boolean {
-  const relative = path.relative(root, target);
-  // `..report.md` is a fine name; only a `..` segment leaves the folder.
-  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
-}
-
-/** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
-function followLinks(full: string, given: string): string {
-  let existing = full;
-  const missing: string[] = [];
-  while (!lexists(existing)) {
-    missing.unshift(path.basename(existing));
-    existing = path.dirname(existing);
-  }
-  try {
-    return path.join(realpathSync(existing), ...missing);
-  } catch {
-    throw new Error(`${given} goes through a symlink that points nowhere`);
-  }
-}
-
-function lexists(file: string): boolean {
-  try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-// #endregion sandbox
-
 // #region read-file
-const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded
-
 function readFile(input: Record<string, unknown>): string {
   const given = requireString(input, "path");
   const limit = optionalInteger(input, "limit", { min: 1 });
+  // A FIFO, a device, a folder, a binary or a file over 10 MB is refused with a clear
+  // error; what is read is what was checked (lib/machinery/safe-read.ts).
   const lines = readText(safePath(given), given).split("\n");
   if (limit === undefined || limit >= lines.length) return lines.join("\n");
   return `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more lines)`;
-}
-
-/**
- * A file's text, or a clear error: missing, not a regular file, too large, or binary.
- * The file is opened first and then looked at through what was opened, so what is checked
- * is what is read. O_NONBLOCK: opening a FIFO must not wait for a writer (it would block
- * the whole program, timers included); a FIFO or a device is refused once it is open.
- */
-function readText(file: string, given: string): string {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new Error(`${given} does not exist`);
-    if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
-    // A socket cannot be opened at all: say what it is rather than "no such device".
-    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
-    throw error;
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
-    if (!stat.isFile()) throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
-    if (stat.size > MAX_FILE_BYTES) {
-      throw new Error(`${given} is ${(stat.size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; look at parts of it with bash (head, grep)`);
-    }
-    // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
-    const bytes = Buffer.alloc(stat.size);
-    let length = 0;
-    while (length < bytes.length) {
-      const read = readSync(fd, bytes, length, bytes.length - length, null);
-      if (read === 0) break; // the file shrank while it was read
-      length += read;
-    }
-    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
-    return bytes.subarray(0, length).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** What a path is when it is not a regular file, in words. */
-function kindOf(stat: Stats): string {
-  if (stat.isFIFO()) return "a FIFO (named pipe)";
-  if (stat.isCharacterDevice()) return "a character device";
-  if (stat.isBlockDevice()) return "a block device";
-  if (stat.isSocket()) return "a socket";
-  if (stat.isSymbolicLink()) return "a symlink";
-  return "not a regular file";
 }
 // #endregion read-file
 
@@ -336,80 +204,10 @@ function kindOf(stat: Stats): string {
 function writeFile(input: Record<string, unknown>): string {
   const given = requireString(input, "path");
   const content = requireString(input, "content");
-  writeAtomically(safePath(given), content, given, { createFolders: true });
+  // A temporary file renamed over the old one, so a failure half-way loses nothing; each
+  // folder on the way is checked as it is entered (lib/machinery/atomic-write.ts).
+  writeAtomically(safePath(given), content, given, inWorkspace(), { createFolders: true });
   return `Wrote ${Buffer.byteLength(content)} bytes to ${given}`;
-}
-
-/**
- * Replace a file's content so that a failure half-way leaves the old content whole: the new
- * text goes to a temporary file beside it, which is then renamed over it. A careful editor
- * also keeps what the file was. A read-only file is refused: someone made it so on purpose.
- * The mode stays (a script stays executable). A file with other hard links, or that belongs
- * to someone else, is written in place instead, because a rename would give it a new
- * identity: the other links would keep the old text, and the owner would change.
- */
-function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean } = {}): void {
-  const before = lstatSync(file, { throwIfNoEntry: false });
-  if (before?.isDirectory()) throw new Error(`${given} is a directory`);
-  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
-  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
-  if (before && (before.mode & 0o200) === 0) {
-    const mode = (before.mode & 0o777).toString(8);
-    throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);
-  }
-  inFolder(path.dirname(file), given, options.createFolders ?? false, () => {
-    const name = path.basename(file);
-    if (before && (before.nlink > 1 || (process.getuid && before.uid !== process.getuid()))) return writeInPlace(name, content);
-    // A name nobody can guess, created exclusively ("wx"): an existing file or a symlink
-    // planted at that name is never reused or followed.
-    const temporary = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
-    const fd = openSync(temporary, "wx");
-    try {
-      try {
-        writeFileSync(fd, content);
-        if (before) fchmodSync(fd, before.mode & 0o7777);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(temporary, name);
-    } catch (error) {
-      rmSync(temporary, { force: true });
-      throw error;
-    }
-  });
-}
-
-/** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
-function writeInPlace(name: string, content: string): void {
-  const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
-  try {
-    writeFileSync(fd, content);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Run `work` with the process standing in `folder`, entered one step at a time from the
- * workspace and checked at each step. safePath checked the path a moment ago, but another
- * process may swap a folder for a symlink since; once the process stands in a folder, the
- * names `work` uses are looked up there and cannot be redirected. Missing folders are
- * created one at a time, each inside the one just checked.
- */
-function inFolder(folder: string, given: string, createFolders: boolean, work: () => void): void {
-  const root = realpathSync(workspace());
-  const home = process.cwd();
-  process.chdir(root);
-  try {
-    for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
-      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
-      process.chdir(part);
-      if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
-    }
-    work();
-  } finally {
-    process.chdir(home);
-  }
 }
 // #endregion write-file
 
@@ -431,22 +229,11 @@ function editFile(input: Record<string, unknown>): string {
   const at = content.indexOf(find);
   if (at === -1) throw new Error(`old_text was not found in ${given}; read the file and copy the text exactly. The file is unchanged`);
   // Slices, not String.replace: a "$&" or "$1" in new_text is inserted as typed.
-  writeAtomically(file, content.slice(0, at) + replacement + content.slice(at + find.length), given);
+  writeAtomically(file, content.slice(0, at) + replacement + content.slice(at + find.length), given, inWorkspace());
   const more = content.split(find).length - 2;
   return `Edited ${given}: replaced 1 occurrence${more > 0 ? ` (the first; ${more} more left as they were)` : ""}`;
 }
 // #endregion edit-file
-
-// #region dispatch
-type Handler = (input: Record<string, unknown>) => string | Promise<string>;
-
-export const TOOL_HANDLERS: Record<string, Handler> = {
-  bash: runBash,
-  read_file: readFile,
-  write_file: writeFile,
-  edit_file: editFile,
-};
-// #endregion dispatch
 
 // #region run-tool
 /**
@@ -481,59 +268,6 @@ async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   console.log(dim(describeResult(result)));
   return result;
 }
-
-/**
- * Text cut to at most about `max` characters, with a note of what was cut: the head and the
- * tail when the end matters (a command's output often ends with its error), or the head.
- */
-function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
-  if (text.length <= max) return text;
-  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
-  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
-  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
-}
-
-// What is kept at each end of a long output; the rest of MAX_OUTPUT is room for the marker.
-const KEEP = (MAX_OUTPUT - 100) / 2;
-const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
-
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
-  return value;
-}
-
-/**
- * An optional whole number. Left out or null means "the default" (models send null for what
- * they leave out, so every tool treats null so); anything else must be a whole number in range.
- */
-function optionalInteger(input: Record<string, unknown>, name: string, range: { min: number; max?: number }): number | undefined {
-  const value = input[name];
-  if (value === undefined || value === null) return undefined;
-  const { min, max = Number.MAX_SAFE_INTEGER } = range;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    const bounds = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
-    throw new Error(`"${name}" must be a whole number ${bounds}, not ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** The call as a person reads it: each argument by name, strings quoted, so where one ends shows. */
-function describeCall(call: ToolUseBlock): string {
-  const args = Object.entries((call.input ?? {}) as Record<string, unknown>);
-  return `${call.name}(${args.map(([name, value]) => `${name}: ${clip(JSON.stringify(value) ?? "undefined", 120, "head")}`).join(", ")})`;
-}
-
-/** The result as a person reads it: its first lines; an error in full, since it says what went wrong. */
-function describeResult(result: ToolResultBlockParam): string {
-  const text = String(result.content).trimEnd() || "(empty)";
-  const lines = result.is_error ? clip(text, 2000, "head").split("\n") : text.split("\n");
-  const shown = result.is_error ? lines : lines.slice(0, 6).map((line) => clip(line, 160, "head"));
-  if (shown.length < lines.length) shown.push(`… (${lines.length - shown.length} more lines)`);
-  return shown.map((line) => `  ${line}`).join("\n");
-}
-
-const dim = (text: string) => (process.stdout.isTTY ? `\x1b[2m${text}\x1b[0m` : text);
 // #endregion run-tool
 
 // #region agent-loop

@@ -14,29 +14,36 @@
  *   +-------+                       |   once, or replace_all -> written      |
  *                                   +----------------------------------------+
  *
- * New since s02: grep, glob and ls to find things, and edit_file that demands a unique match.
+ * New since s02: grep, glob and ls to find things, and edit_file that demands a unique match
+ * (regions `edit-file`, `grep`, `glob`, `ls`, first after the config).
+ * Machinery (lib/machinery): walk.ts finds the files (ignore rules, brace limits, no links
+ * followed); search.ts searches them in worker threads with a time limit.
  *
  *   npx tsx agents/s03_search_and_edit.ts            (no key: replays the recorded demo)
  */
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
-import { availableParallelism } from "node:os";
+import { readdirSync, lstatSync, realpathSync, statSync, existsSync } from "node:fs";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import ignore, { type Ignore } from "ignore";
+import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
+import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
+import { runCommand } from "../lib/machinery/processes.ts";
+import { readText } from "../lib/machinery/safe-read.ts";
+import { grepReport, searchFiles } from "../lib/machinery/search.ts";
+import { optionalInteger, optionalString, requireString } from "../lib/machinery/validation.ts";
+import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 
 // #region config
-if (existsSync(".env")) process.loadEnvFile(".env");
+loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees from one tool call
-// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
-// the first request, so the program starts at once). With no key the program replays a
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
+// SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace is the directory the program runs in. It is read at each call rather than
@@ -45,6 +52,127 @@ const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BAS
 const workspace = () => process.cwd();
 const systemPrompt = () => `You are a coding agent working in ${workspace()}. Find before you change: ls, glob and grep to locate code, read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly.`;
 // #endregion config
+
+// #region edit-file
+function editFile(input: Record<string, unknown>): string {
+  const given = requireString(input, "path");
+  const oldString = requireString(input, "old_string");
+  const newString = requireString(input, "new_string");
+  const replaceAll = input.replace_all ?? false;
+  if (typeof replaceAll !== "boolean") throw new Error('"replace_all" must be true or false');
+  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");
+  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");
+  const file = safePath(given);
+  const content = readText(file, given);
+  if (Buffer.byteLength(content) !== statSync(file).size) {
+    throw new Error(`${given} is not valid UTF-8, so editing it could change other bytes; nothing was changed`);
+  }
+  // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
+  const crlf = content.includes("\r\n");
+  const find = crlf ? oldString.replace(/\r?\n/g, "\r\n") : oldString;
+  const replacement = crlf ? newString.replace(/\r?\n/g, "\r\n") : newString;
+  // split() takes old_string as plain text, not a pattern, and cuts at every occurrence.
+  const pieces = content.split(find);
+  const count = pieces.length - 1;
+  if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);
+  // Two matches mean the model does not know which one it will change: ask, do not guess.
+  if (count > 1 && !replaceAll) {
+    throw new Error(
+      `old_string occurs ${count} times in ${given}. Include more of the surrounding lines so it matches exactly once, ` +
+        `or set replace_all to true to change all ${count}. The file is unchanged`,
+    );
+  }
+  // join(), not String.replace: a "$&" or "$1" in new_string is inserted as typed.
+  writeAtomically(file, pieces.join(replacement), given, inWorkspace());
+  return `Edited ${given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`;
+}
+
+/** The usual reasons an exact match fails, so the model's next try can succeed. */
+function noMatchHint(content: string, find: string, crlf: boolean): string {
+  const withoutLastBreak = find.replace(/\r?\n$/, "");
+  if (withoutLastBreak !== find && content.endsWith(withoutLastBreak)) {
+    return "the file has no newline at its end, so drop the last line break from old_string";
+  }
+  const squeeze = (text: string) => text.replace(/[ \t]+/g, " ");
+  if (squeeze(content).includes(squeeze(find))) return "it matches when spaces and tabs are ignored, so copy the indentation and spacing exactly";
+  return `read the file and copy the text exactly: whitespace, indentation and line endings (this file uses ${crlf ? "CRLF" : "LF"})`;
+}
+// #endregion edit-file
+
+// #region grep
+const OUTPUT_MODES = ["files_with_matches", "content", "count"];
+
+async function grep(input: Record<string, unknown>): Promise<string> {
+  const pattern = requireString(input, "pattern");
+  // Check the pattern here, before anything runs, so a typo gets a precise answer.
+  try {
+    new RegExp(pattern);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}. No search was run; escape ( ) [ ] { } . * + ? | \\ with \\ to match them as text`);
+  }
+  const mode = optionalString(input, "output_mode", "files_with_matches");
+  if (!OUTPUT_MODES.includes(mode)) throw new Error(`output_mode must be one of ${OUTPUT_MODES.join(", ")}`);
+  const maxResults = optionalInteger(input, "max_results", { min: 1 }) ?? 100;
+  const given = optionalString(input, "path", ".");
+  // The walk skips .git, node_modules and what .gitignore lists, and follows no link; the
+  // files are searched in worker threads that end at the time limit (lib/machinery/search.ts).
+  const search = await searchFiles(realpathSync(workspace()), safePath(given), given, optionalString(input, "include", "**/*"), pattern, { mode, maxResults });
+  const unreadable = unreadableNote("folder", search.unreadable);
+  if (search.files.length === 0) {
+    return [`No files to search in ${given} (binary files, .git, node_modules and what .gitignore lists are skipped)`, ...unreadable].join("\n");
+  }
+  return [grepReport(search.files, search, mode, maxResults, `/${pattern}/ in ${given}`), ...unreadable].join("\n");
+}
+// #endregion grep
+
+// #region glob
+const MAX_PATHS = 100; // paths glob and ls show
+
+/** At most `max` lines, and how many of `total` were left out. */
+function capped(lines: string[], max: number, total = lines.length): string {
+  const more = total - max;
+  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
+}
+
+function glob(input: Record<string, unknown>): string {
+  const pattern = requireString(input, "pattern");
+  const given = optionalString(input, "path", ".");
+  const { files, unreadable } = findFiles(realpathSync(workspace()), pattern, safeFolder(given));
+  // Newest first: the files being worked on are usually the ones wanted. Ties go by path.
+  // Only the files that matched are stat'ed; one removed since the walk is left out. A plain
+  // loop with one small object per file: a tree of 20,000 files makes every copy count.
+  const dated: { shown: string; mtime: number }[] = [];
+  for (const file of files) {
+    const stat = statSync(file.full, { throwIfNoEntry: false });
+    if (stat) dated.push({ shown: file.shown, mtime: stat.mtimeMs });
+  }
+  // Only the newest MAX_PATHS are shown, so only the files as new as the hundredth newest are
+  // put in order; the older ones are only counted. A large tree costs a sort of numbers.
+  const times = Float64Array.from(dated, (file) => file.mtime).sort(); // oldest first
+  const cutoff = times[Math.max(0, times.length - MAX_PATHS)]; // the hundredth newest
+  const newest = dated.filter((file) => file.mtime >= cutoff).sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
+  const listing = dated.length > 0 ? capped(newest.map((file) => file.shown), MAX_PATHS, dated.length) : `No files match ${pattern} in ${given}`;
+  return [listing, ...unreadableNote("folder", unreadable)].join("\n");
+}
+
+/** A folder the model named, inside the workspace, or a clear error. */
+function safeFolder(given: string): string {
+  const folder = safePath(given);
+  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
+  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
+  return folder;
+}
+// #endregion glob
+
+// #region ls
+function ls(input: Record<string, unknown>): string {
+  const given = optionalString(input, "path", ".");
+  const entries = readdirSync(safeFolder(given), { withFileTypes: true }).sort((a, b) => byName(a.name, b.name));
+  if (entries.length === 0) return `${given} is empty`;
+  // A symlink is listed by its own name and not followed: it may point outside the workspace.
+  return capped(entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)), MAX_PATHS);
+}
+// #endregion ls
 
 // #region tools
 export const TOOLS: Tool[] = [
@@ -138,6 +266,20 @@ export const TOOLS: Tool[] = [
 ];
 // #endregion tools
 
+// #region dispatch
+type Handler = (input: Record<string, unknown>) => string | Promise<string>;
+
+export const TOOL_HANDLERS: Record<string, Handler> = {
+  bash: runBash,
+  read_file: readFile,
+  write_file: writeFile,
+  edit_file: editFile,
+  grep,
+  glob,
+  ls,
+};
+// #endregion dispatch
+
 // #region bash
 // A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
 // The real answer is asking a person before running a command (s05, s06).
@@ -145,121 +287,17 @@ const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"
 const DEFAULT_TIMEOUT = 120;
 const MAX_TIMEOUT = 600;
 
-function runBash(input: Record<string, unknown>): Promise<string> {
+async function runBash(input: Record<string, unknown>): Promise<string> {
   const command = requireString(input, "command");
   const seconds = optionalInteger(input, "timeout", { min: 1, max: MAX_TIMEOUT }) ?? DEFAULT_TIMEOUT;
   const blocked = DENYLIST.find((pattern) => command.includes(pattern));
   if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
-
-  return new Promise((resolve, reject) => {
-    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
-    // its own process group; the mark in its environment follows whatever it starts.
-    const mark = newCommandMark();
-    const child = spawn("bash", ["-c", command], {
-      cwd: workspace(),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, [COMMAND_MARK]: mark },
-    });
-    if (child.pid) commandGroups.add(child.pid);
-    const output = new HeadAndTail();
-    child.stdout.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => output.add(chunk.toString()));
-    const timer = setTimeout(() => {
-      endProcesses(`${mark}\0`, [child.pid!]);
-      reject(new Error(`timed out after ${seconds}s; the command and everything it started were ended. Output so far:\n${output.text()}`));
-    }, seconds * 1000);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
-    // for long after the shell is done. Output still in the pipes is read until they close, or
-    // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
-    // can run before the loop reads what is waiting); the background child runs on, until its
-    // command's time is up or the program ends.
-    child.on("exit", (code) => {
-      timer.unref(); // it still ends what the command left running, without keeping the program alive
-      let finished = false;
-      const done = () => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(grace);
-        child.stdout.destroy();
-        child.stderr.destroy();
-        child.unref();
-        const text = output.text() || "(no output)";
-        resolve(code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`);
-      };
-      const grace = setTimeout(() => setImmediate(done), 50);
-      child.once("close", done);
-    });
-  });
-}
-
-// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
-// process that leaves the command's process group (`setsid`, a daemon). Every process a
-// command starts inherits its environment, so each command gets a mark there; at a timeout
-// the command's marked processes end, and when the program ends, all of them do. Finding a
-// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
-const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
-const THIS_RUN = randomBytes(4).toString("hex");
-const commandGroups = new Set<number>();
-let commandsRun = 0;
-const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
-process.on("exit", () => {
-  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
-});
-
-/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
-function endProcesses(mark: string, groups: Iterable<number>): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {} // it has ended already
-  };
-  for (const group of groups) kill(-group);
-  // A few rounds: a process may start another while the first ones are being ended.
-  for (let round = 0; round < 5; round++) {
-    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
-    if (marked.length === 0) return;
-    marked.forEach(kill);
-  }
-}
-
-/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
-function markedProcesses(needle: string): number[] {
-  if (process.platform !== "linux") return [];
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
-    .filter((pid) => {
-      try {
-        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
-      } catch {
-        return false; // gone already, or another user's
-      }
-    })
-    .map(Number);
-}
-
-/** Keeps the head and the tail of a stream as it arrives, so endless output cannot fill memory. */
-class HeadAndTail {
-  private head = "";
-  private tail = "";
-  private total = 0;
-  add(text: string) {
-    this.total += text.length;
-    const roomInHead = KEEP - this.head.length;
-    if (roomInHead > 0) {
-      this.head += text.slice(0, roomInHead);
-      text = text.slice(roomInHead);
-    }
-    this.tail = (this.tail + text).slice(-KEEP);
-  }
-  text(): string {
-    const cut = this.total - this.head.length - this.tail.length;
-    return cut > 0 ? this.head + marker(cut, this.total) + this.tail : this.head + this.tail;
-  }
+  // stdin is closed, the command and all it starts end at the time limit, and endless output
+  // keeps only its two ends (lib/machinery/processes.ts, head-and-tail.ts).
+  const output = new HeadAndTail(MAX_OUTPUT);
+  const code = await runCommand(command, { cwd: workspace(), timeoutMs: seconds * 1000, output });
+  const text = output.text() || "(no output)";
+  return code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`;
 }
 // #endregion bash
 
@@ -309,67 +347,20 @@ function lexists(file: string): boolean {
     return false;
   }
 }
+
+/** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
+const inWorkspace = (): WriteRoot => ({ root: realpathSync(workspace()), isInside });
 // #endregion sandbox
 
 // #region read-file
-const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded
-
 function readFile(input: Record<string, unknown>): string {
   const given = requireString(input, "path");
   const limit = optionalInteger(input, "limit", { min: 1 });
+  // A FIFO, a device, a folder, a binary or a file over 10 MB is refused with a clear
+  // error; what is read is what was checked (lib/machinery/safe-read.ts).
   const lines = readText(safePath(given), given).split("\n");
   if (limit === undefined || limit >= lines.length) return lines.join("\n");
   return `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more lines)`;
-}
-
-/**
- * A file's text, or a clear error: missing, not a regular file, too large, or binary.
- * The file is opened first and then looked at through what was opened, so what is checked
- * is what is read. O_NONBLOCK: opening a FIFO must not wait for a writer (it would block
- * the whole program, timers included); a FIFO or a device is refused once it is open.
- */
-function readText(file: string, given: string): string {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new Error(`${given} does not exist`);
-    if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
-    // A socket cannot be opened at all: say what it is rather than "no such device".
-    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
-    throw error;
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
-    if (!stat.isFile()) throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
-    if (stat.size > MAX_FILE_BYTES) {
-      throw new Error(`${given} is ${(stat.size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; look at parts of it with bash (head, grep)`);
-    }
-    // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
-    const bytes = Buffer.alloc(stat.size);
-    let length = 0;
-    while (length < bytes.length) {
-      const read = readSync(fd, bytes, length, bytes.length - length, null);
-      if (read === 0) break; // the file shrank while it was read
-      length += read;
-    }
-    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
-    return bytes.subarray(0, length).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** What a path is when it is not a regular file, in words. */
-function kindOf(stat: Stats): string {
-  if (stat.isFIFO()) return "a FIFO (named pipe)";
-  if (stat.isCharacterDevice()) return "a character device";
-  if (stat.isBlockDevice()) return "a block device";
-  if (stat.isSocket()) return "a socket";
-  if (stat.isSymbolicLink()) return "a symlink";
-  return "not a regular file";
 }
 // #endregion read-file
 
@@ -377,913 +368,12 @@ function kindOf(stat: Stats): string {
 function writeFile(input: Record<string, unknown>): string {
   const given = requireString(input, "path");
   const content = requireString(input, "content");
-  writeAtomically(safePath(given), content, given, { createFolders: true });
+  // A temporary file renamed over the old one, so a failure half-way loses nothing; each
+  // folder on the way is checked as it is entered (lib/machinery/atomic-write.ts).
+  writeAtomically(safePath(given), content, given, inWorkspace(), { createFolders: true });
   return `Wrote ${Buffer.byteLength(content)} bytes to ${given}`;
 }
-
-/**
- * Replace a file's content so that a failure half-way leaves the old content whole: the new
- * text goes to a temporary file beside it, which is then renamed over it. A careful editor
- * also keeps what the file was. A read-only file is refused: someone made it so on purpose.
- * The mode stays (a script stays executable). A file with other hard links, or that belongs
- * to someone else, is written in place instead, because a rename would give it a new
- * identity: the other links would keep the old text, and the owner would change.
- */
-function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean } = {}): void {
-  const before = lstatSync(file, { throwIfNoEntry: false });
-  if (before?.isDirectory()) throw new Error(`${given} is a directory`);
-  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
-  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
-  if (before && (before.mode & 0o200) === 0) {
-    const mode = (before.mode & 0o777).toString(8);
-    throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);
-  }
-  inFolder(path.dirname(file), given, options.createFolders ?? false, () => {
-    const name = path.basename(file);
-    if (before && (before.nlink > 1 || (process.getuid && before.uid !== process.getuid()))) return writeInPlace(name, content);
-    // A name nobody can guess, created exclusively ("wx"): an existing file or a symlink
-    // planted at that name is never reused or followed.
-    const temporary = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
-    const fd = openSync(temporary, "wx");
-    try {
-      try {
-        writeFileSync(fd, content);
-        if (before) fchmodSync(fd, before.mode & 0o7777);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(temporary, name);
-    } catch (error) {
-      rmSync(temporary, { force: true });
-      throw error;
-    }
-  });
-}
-
-/** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
-function writeInPlace(name: string, content: string): void {
-  const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
-  try {
-    writeFileSync(fd, content);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Run `work` with the process standing in `folder`, entered one step at a time from the
- * workspace and checked at each step. safePath checked the path a moment ago, but another
- * process may swap a folder for a symlink since; once the process stands in a folder, the
- * names `work` uses are looked up there and cannot be redirected. Missing folders are
- * created one at a time, each inside the one just checked.
- */
-function inFolder(folder: string, given: string, createFolders: boolean, work: () => void): void {
-  const root = realpathSync(workspace());
-  const home = process.cwd();
-  process.chdir(root);
-  try {
-    for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
-      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
-      process.chdir(part);
-      if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
-    }
-    work();
-  } finally {
-    process.chdir(home);
-  }
-}
 // #endregion write-file
-
-// #region edit-file
-function editFile(input: Record<string, unknown>): string {
-  const given = requireString(input, "path");
-  const oldString = requireString(input, "old_string");
-  const newString = requireString(input, "new_string");
-  const replaceAll = input.replace_all ?? false;
-  if (typeof replaceAll !== "boolean") throw new Error('"replace_all" must be true or false');
-  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");
-  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");
-  const file = safePath(given);
-  const content = readText(file, given);
-  if (Buffer.byteLength(content) !== statSync(file).size) {
-    throw new Error(`${given} is not valid UTF-8, so editing it could change other bytes; nothing was changed`);
-  }
-  // A CRLF file stays CRLF: the model usually writes \n, so match the file's line endings.
-  const crlf = content.includes("\r\n");
-  const find = crlf ? oldString.replace(/\r?\n/g, "\r\n") : oldString;
-  const replacement = crlf ? newString.replace(/\r?\n/g, "\r\n") : newString;
-  // split() takes old_string as plain text, not a pattern, and cuts at every occurrence.
-  const pieces = content.split(find);
-  const count = pieces.length - 1;
-  if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);
-  // Two matches mean the model does not know which one it will change: ask, do not guess.
-  if (count > 1 && !replaceAll) {
-    throw new Error(
-      `old_string occurs ${count} times in ${given}. Include more of the surrounding lines so it matches exactly once, ` +
-        `or set replace_all to true to change all ${count}. The file is unchanged`,
-    );
-  }
-  // join(), not String.replace: a "$&" or "$1" in new_string is inserted as typed.
-  writeAtomically(file, pieces.join(replacement), given);
-  return `Edited ${given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`;
-}
-
-/** The usual reasons an exact match fails, so the model's next try can succeed. */
-function noMatchHint(content: string, find: string, crlf: boolean): string {
-  const withoutLastBreak = find.replace(/\r?\n$/, "");
-  if (withoutLastBreak !== find && content.endsWith(withoutLastBreak)) {
-    return "the file has no newline at its end, so drop the last line break from old_string";
-  }
-  const squeeze = (text: string) => text.replace(/[ \t]+/g, " ");
-  if (squeeze(content).includes(squeeze(find))) return "it matches when spaces and tabs are ignored, so copy the indentation and spacing exactly";
-  return `read the file and copy the text exactly: whitespace, indentation and line endings (this file uses ${crlf ? "CRLF" : "LF"})`;
-}
-// #endregion edit-file
-
-// #region walk
-// Searches never look into the repository's internals or installed packages, nor into what
-// .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
-const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
-const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
-
-type FoundFile = { shown: string; full: string };
-/** What a walk found: the files, and the folders it could not read (their files are not in the list). */
-type Walk = { files: FoundFile[]; unreadable: string[] };
-/**
- * The .gitignore rules in force in a folder: one entry per folder on the way down that has a
- * .gitignore. `byName`: none of its rules has a / before its end (`dist/`, `*.log`), so each
- * may match at any depth and asking about an entry's name is enough. The library keeps every
- * answer it gave, so a name that comes up in folder after folder (src/, index.ts) is worked
- * out once.
- */
-type Rules = { base: string; rules: Ignore; byName: boolean }[];
-
-/**
- * The files under `folder` that match a glob pattern, named relative to the workspace.
- * `baseNameMatch`: a pattern with no / is matched against the file's name, in every folder.
- * `onFound` hears of each file as the walk finds it, so a search can start before the walk ends.
- */
-function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean; onFound?: (file: FoundFile) => void } = {}): Walk {
-  if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
-    throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
-  }
-  const matches = globMatcher(pattern.replace(/^(\.\/)+/, ""));
-  const nameOnly = options.baseNameMatch && !pattern.includes("/");
-  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative), options.onFound);
-}
-
-/**
- * The files under `folder` whose path from `folder` is `wanted`, in one pass over the folders.
- * Nothing is read twice or in vain: a skipped or ignored folder is never opened, each
- * folder's .gitignore is read once, as the walk enters it, and no file is stat'ed (the
- * folder's listing says what each entry is). Only regular files are listed: a symlink is
- * neither followed nor listed, so a link inside the workspace can never carry a search out of
- * it, and a FIFO or a device is never opened.
- */
-function walkFiles(folder: string, wanted: (relative: string) => boolean, onFound?: (file: FoundFile) => void): Walk {
-  const root = realpathSync(workspace());
-  const found: Walk = { files: [], unreadable: [] };
-  const start = relativeName(root, folder);
-  const above = start === "." ? [] : start.split("/");
-  // The .gitignore files of the folders above `folder` have their say too, from the top down.
-  let rules: Rules = [];
-  for (let depth = 0; depth < above.length; depth++) {
-    const base = above.slice(0, depth).join("/");
-    const file = path.join(root, base, ".gitignore");
-    if (existsSync(file) && statSync(file).isFile()) rules = [...rules, gitignore(base, readFileSync(file, "utf8"))];
-    if (ignoredBy(rules, `${above.slice(0, depth + 1).join("/")}/`, `${above[depth]}/`)) return found;
-  }
-
-  const visit = (full: string, shown: string, inFolder: string, rules: Rules) => {
-    const listing = listFolder(full, shown, rules);
-    if (!listing) return void found.unreadable.push(shown || ".");
-    for (const entry of listing.entries) {
-      const name = shown ? `${shown}/${entry.name}` : entry.name;
-      const relative = inFolder ? `${inFolder}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) {
-        if (!ALWAYS_SKIPPED.has(entry.name) && !ignoredBy(listing.rules, `${name}/`, `${entry.name}/`)) visit(`${full}/${entry.name}`, name, relative, listing.rules);
-      } else if (entry.isFile() && !ignoredBy(listing.rules, name, entry.name) && wanted(relative)) {
-        const file = { shown: name, full: `${full}/${entry.name}` };
-        found.files.push(file);
-        onFound?.(file);
-      }
-    }
-  };
-  visit(folder, above.join("/"), "", rules);
-  return found;
-}
-
-/** A folder's entries and the rules in force inside it, or undefined if it cannot be read. */
-function listFolder(full: string, shown: string, rules: Rules) {
-  try {
-    const entries = readdirSync(full, { withFileTypes: true });
-    // A .gitignore that cannot be read leaves its whole folder out: what it hides stays hidden.
-    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) {
-      rules = [...rules, gitignore(shown, readFileSync(`${full}/.gitignore`, "utf8"))];
-    }
-    return { entries, rules };
-  } catch {
-    return undefined;
-  }
-}
-
-function gitignore(base: string, text: string): Rules[number] {
-  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "" && !line.startsWith("#"));
-  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")) };
-}
-
-/**
- * Whether .gitignore leaves a path out (a folder's path ends in /). The .gitignore of each
- * folder on the way down is asked, and a deeper one has the last word (a `!keep.log` there
- * brings back what `*.log` above left out), as in git.
- */
-function ignoredBy(levels: Rules, relative: string, name: string): boolean {
-  let ignored = false;
-  for (const level of levels) {
-    const verdict = verdictOf(level.rules, level.byName ? name : level.base ? relative.slice(level.base.length + 1) : relative);
-    if (verdict !== undefined) ignored = verdict;
-  }
-  return ignored;
-}
-
-/** true: ignored, false: brought back by a `!` rule, undefined: no rule says. */
-function verdictOf(rules: Ignore, relative: string): boolean | undefined {
-  const { ignored, unignored } = rules.test(relative);
-  return ignored ? true : unignored ? false : undefined;
-}
-
-/**
- * A glob as a test of a path: `*` any characters but /, `?` one, `[a-z]` one of (`[!a-z]`
- * none of), `**` any number of folders, `{a,b}` either, `{1..3}` or `{a..c}` a range, `\*` a
- * star. The braces are expanded first, into the patterns they stand for; a glob that would
- * stand for more than MAX_PATTERNS is refused before its list grows past that (`{a,b}`
- * twenty times stands for a million, and so does `{1..1000}{1..1000}`). Each pattern is then
- * matched without a regular expression, in time that grows with the path times the pattern:
- * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
- */
-function globMatcher(glob: string): (relative: string) => boolean {
-  const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
-    pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
-  );
-  // "**/*.ts", the usual form, asks only about a file's name: whatever folders it is in, the
-  // ** takes them. Asking the name alone makes a walk of 20,000 files a third faster.
-  if (patterns.every((pattern) => pattern.length === 2 && pattern[0] === GLOBSTAR && pattern[1] !== GLOBSTAR)) {
-    const names = patterns.map((pattern) => pattern[1] as Token[]);
-    return (relative) => {
-      const name = relative.slice(relative.lastIndexOf("/") + 1);
-      return names.some((tokens) => matchPart(tokens, name));
-    };
-  }
-  return (relative) => {
-    const parts = relative.split("/");
-    return patterns.some((pattern) => wildcardMatch(pattern, parts, matchSegment));
-  };
-}
-
-/** The patterns glob[from, to) stands for, with its braces expanded (escapes are kept for partTokens). */
-function expandBraces(glob: string, ends: number[], from: number, to: number): string[] {
-  let patterns = [""];
-  for (let i = from; i < to; i++) {
-    const group = glob[i] === "{" && ends[i] >= 0 && ends[i] < to ? braceAlternatives(glob, ends, i) : undefined;
-    if (group) {
-      if (patterns.length * group.length > MAX_PATTERNS) throw tooManyPatterns(glob);
-      patterns = patterns.flatMap((pattern) => group.map((alternative) => pattern + alternative));
-      i = ends[i];
-    } else {
-      // An escaped character (\* or \{) keeps its \, for partTokens to read.
-      const char = glob[i] === "\\" && i + 1 < to ? glob[i] + glob[++i] : glob[i];
-      patterns = patterns.map((pattern) => pattern + char);
-    }
-  }
-  return patterns;
-}
-
-/** What `{a,b}` or `{1..3}` at `open` stands for, or undefined when its braces are only characters (`{a}`). */
-function braceAlternatives(glob: string, ends: number[], open: number): string[] | undefined {
-  const close = ends[open];
-  const range = /^(-?\d+)\.\.(-?\d+)$|^([a-zA-Z])\.\.([a-zA-Z])$/.exec(glob.slice(open + 1, close));
-  if (range) {
-    // Counted before it is listed: {1..100000000} is refused, not made.
-    const [first, last] = range[1] !== undefined ? [range[1], range[2]] : [range[3], range[4]];
-    const [from, to] = range[1] !== undefined ? [Number(first), Number(last)] : [first.charCodeAt(0), last.charCodeAt(0)];
-    if (Math.abs(to - from) + 1 > MAX_PATTERNS) throw tooManyPatterns(glob);
-    const width = /^-?0\d/.test(first) || /^-?0\d/.test(last) ? Math.max(first.length, last.length) : 0;
-    const step = to >= from ? 1 : -1;
-    return Array.from({ length: Math.abs(to - from) + 1 }, (_, k) =>
-      range[1] !== undefined ? String(from + k * step).padStart(width, "0") : String.fromCharCode(from + k * step),
-    );
-  }
-  const commas: number[] = [];
-  for (let i = open + 1; i < close; i++) {
-    if (glob[i] === "\\") i++;
-    else if (glob[i] === "{" && ends[i] >= 0) i = ends[i]; // a nested group's commas are its own
-    else if (glob[i] === ",") commas.push(i);
-  }
-  if (commas.length === 0) return undefined;
-  const bounds = [open, ...commas, close];
-  const alternatives: string[] = [];
-  for (let b = 0; b + 1 < bounds.length; b++) {
-    alternatives.push(...expandBraces(glob, ends, bounds[b] + 1, bounds[b + 1]));
-    if (alternatives.length > MAX_PATTERNS) throw tooManyPatterns(glob);
-  }
-  return alternatives;
-}
-
-/** Where each `{` closes (-1: never), found in one pass, so unclosed braces cost no more than their length. */
-function braceEnds(glob: string): number[] {
-  const ends = new Array<number>(glob.length).fill(-1);
-  const open: number[] = [];
-  for (let i = 0; i < glob.length; i++) {
-    if (glob[i] === "\\") i++;
-    else if (glob[i] === "{") open.push(i);
-    else if (glob[i] === "}" && open.length > 0) ends[open.pop()!] = i;
-  }
-  return ends;
-}
-
-// A part of a pattern (between slashes) as tokens: a character, ANY (?), STAR (*) or a class.
-const GLOBSTAR = "**";
-const STAR = Symbol("*");
-const ANY = Symbol("?");
-type Token = string | typeof STAR | typeof ANY | RegExp;
-
-function partTokens(part: string, glob: string): Token[] {
-  const tokens: Token[] = [];
-  for (let i = 0; i < part.length; i++) {
-    const close = part[i] === "[" ? part.indexOf("]", i + 2) : -1; // in `[]a]` the first ] is a member
-    if (part[i] === "*") tokens.push(STAR);
-    else if (part[i] === "?") tokens.push(ANY);
-    else if (close > 0) {
-      const inside = part.slice(i + 1, close).replace(/[\\\][]/g, "\\$&").replace(/^!/, "^");
-      try {
-        tokens.push(new RegExp(`^[${inside}]$`)); // one character: nothing to backtrack
-      } catch (error) {
-        throw new Error(`${glob} is not a valid glob: ${(error as Error).message}`);
-      }
-      i = close;
-    } else tokens.push(part[i] === "\\" && i + 1 < part.length ? part[++i] : part[i]);
-  }
-  return tokens;
-}
-
-// Outside wildcardMatch on purpose: tsx keeps function names, so a named arrow function costs
-// a property write each time it is made, and wildcardMatch runs for every file of a walk.
-const isWildcard = (token: unknown) => token === STAR || token === GLOBSTAR;
-const matchPart = (tokens: Token[], name: string) =>
-  wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
-const matchSegment = (segment: typeof GLOBSTAR | Token[], part: string) => segment !== GLOBSTAR && matchPart(segment, part);
-
-/**
- * The classic wildcard match, used twice: for the characters of a name (STAR: any run of
- * them) and for the parts of a path (GLOBSTAR: any run of folders). When a step fails, it
- * goes back only to the last wildcard and lets it take one more item; all that can be tried
- * is tried, without the exponential search a backtracking regular expression may make.
- */
-function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (token: T, item: U) => boolean): boolean {
-  let t = 0;
-  let i = 0;
-  let lastWildcard = -1;
-  let resumeAt = 0;
-  while (i < items.length) {
-    if (t === pattern.length - 1 && isWildcard(pattern[t])) return true; // a wildcard at the end takes the rest
-    if (t < pattern.length && isWildcard(pattern[t])) {
-      lastWildcard = t++;
-      resumeAt = i;
-    } else if (t < pattern.length && matchesOne(pattern[t], items[i])) {
-      t++;
-      i++;
-    } else if (lastWildcard >= 0) {
-      t = lastWildcard + 1;
-      i = ++resumeAt;
-    } else return false;
-  }
-  while (t < pattern.length && isWildcard(pattern[t])) t++;
-  return t === pattern.length;
-}
-
-const tooManyPatterns = (glob: string) =>
-  new Error(
-    `the pattern ${glob} stands for more than ${MAX_PATTERNS} patterns once its braces are expanded ({a,b} doubles the count, {1..100} multiplies it by 100); nothing was searched. Use fewer braces, or * and ? instead`,
-  );
-
-/** A folder the model named, inside the workspace, or a clear error. */
-function safeFolder(given: string): string {
-  const folder = safePath(given);
-  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
-  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
-  return folder;
-}
-
-const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
-// Plain code-unit order, not localeCompare: the same on every machine and in every locale.
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** A note naming what could not be read, or nothing when all was read. */
-function unreadableNote(what: "file" | "folder", names: string[]): string[] {
-  if (names.length === 0) return [];
-  const listed = [...names].sort(byName).slice(0, 10).join(", ") + (names.length > 10 ? ` and ${names.length - 10} more` : "");
-  return [`[could not read ${names.length} ${what}(s), so ${names.length === 1 ? "it was" : "they were"} skipped: ${listed}]`];
-}
-// #endregion walk
-
-// #region search
-// The search behind grep, from s07 on behind its paging grep too: the files the walk finds,
-// searched in worker threads with a time limit while the walk is still finding more.
-
-/**
- * How long one search may take in all (users get 10 s), and how many files make another
- * worker worth starting: a small search runs in one worker, a large one in one per core (at
- * most 4). Exported so tests can change them.
- */
-export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
-const BATCH = 500; // files the walk hands to the workers at a time
-
-/** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
-type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
-/**
- * A search's answer: the files searched, sorted by path so the same search always answers in
- * the same order; per file its result (undefined: no match) and whether it was searched; the
- * files the search was stuck in when time ran out; the folders the walk could not read.
- */
-type Search = { files: FoundFile[]; results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean; unreadable: string[] };
-
-/**
- * Search `given`: a file named outright, or the files under a folder whose name or path
- * matches `include`. `leaveOut`: files the walk finds that this search passes over.
- */
-async function searchFiles(given: string, include: string, pattern: string, options: { mode: string; maxResults: number; leaveOut?: (file: FoundFile) => boolean }): Promise<Search> {
-  const target = safePath(given);
-  if (!existsSync(target)) throw new Error(`${given} does not exist`);
-  const stat = statSync(target);
-  if (!stat.isFile() && !stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
-  const search = startSearch(pattern, options.mode, options.maxResults);
-  let files: FoundFile[] = [];
-  let unreadable: string[] = [];
-  if (stat.isFile()) {
-    // A file named outright is searched even where a skip rule would have left it out.
-    files = [{ shown: relativeName(realpathSync(workspace()), target), full: target }];
-    search.add(files);
-  } else {
-    // The workers start on the first files while the walk looks for the rest. "*.ts" matches
-    // in every folder, as grep --include does; "src/**/*.ts" matches paths. The pattern is
-    // checked before the walk starts, so a bad one throws before any worker is busy.
-    let batch: FoundFile[] = [];
-    const onFound = (file: FoundFile) => {
-      if (options.leaveOut?.(file)) return;
-      files.push(file);
-      batch.push(file);
-      if (batch.length === BATCH) {
-        search.add(batch);
-        batch = [];
-      }
-    };
-    unreadable = findFiles(include, target, { baseNameMatch: true, onFound }).unreadable;
-    search.add(batch);
-  }
-  const found = await search.finish();
-  const order = files.map((_, i) => i).sort((a, b) => byName(files[a].shown, files[b].shown));
-  return {
-    files: order.map((i) => files[i]),
-    results: order.map((i) => found.results[i]),
-    searched: order.map((i) => found.searched[i]),
-    stuckIn: found.stuckIn.map((i) => order.indexOf(i)),
-    timedOut: found.timedOut,
-    unreadable,
-  };
-}
-
-// The search runs in worker threads because a pattern with nested repetition, like (a+)+$,
-// can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
-// thread. A worker can be terminated. The walk hands the files over in batches as it finds
-// them, and every worker gets every batch: the workers take the next file of a batch from a
-// counter they share, so a large file does not hold up the others, and mark each file done in
-// shared memory: that costs nothing, and when time runs out we know exactly which files were
-// searched. Only a file with matches (or one skipped) sends a message. Starting a worker takes
-// longer than many a search, so workers wait for the next search when they finish; one
-// stopped at the time limit is gone, and a new one takes its place. Plain JavaScript in a
-// string (eval: true) needs no TypeScript loader in the worker.
-//
-// Each file is searched whole, not line by line: one pass of the regular expression over the
-// text finds the lines worth a look, and each of those is tested again on its own, so the
-// answers are exactly those of a line-by-line search. That holds when no match can reach over
-// a line break or look past its line, so the whole text is searched with a pattern that cannot
-// (see wholeTextPattern); a pattern with a lookaround is searched line by line. And when a
-// pattern can match only ASCII characters, the bytes are read as latin1, one character per
-// byte, which is many times faster than decoding UTF-8 and finds
-// the same lines; only the lines shown are decoded. Plain text that every match must hold
-// (function in function\s+\w+) is looked for in the bytes first (Buffer.indexOf): a file
-// without it is done without decoding at all. And a pattern that is nothing but plain text is
-// searched in the bytes alone: UTF-8 text holds a word exactly where its bytes hold the word's
-// bytes, so only the lines shown are ever decoded.
-const SEARCH_WORKER = `
-const { parentPort } = require("node:worker_threads");
-const { isAscii } = require("node:buffer");
-const { closeSync, constants, openSync, readSync } = require("node:fs");
-let buffer = Buffer.alloc(65536);
-let task, onLine, inWhole, needle;
-
-parentPort.on("message", (message) => {
-  if (message.type === "search") {
-    task = message;
-    onLine = new RegExp(task.pattern);
-    inWhole = task.whole === undefined ? undefined : new RegExp(task.whole, "gm");
-    needle = task.text === undefined ? undefined : Buffer.from(task.text);
-  } else if (message.type === "batch") {
-    const { files, names, next, done, number, offset } = message;
-    for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
-      Atomics.store(task.current, 2 * task.slot, number);
-      Atomics.store(task.current, 2 * task.slot + 1, index);
-      const result = searchFile(files[index], names[index]);
-      if (result) parentPort.postMessage([offset + index, result]);
-      Atomics.store(done, index, 1);
-    }
-    Atomics.store(task.current, 2 * task.slot, -1);
-  } else {
-    // "end": there are no more files for this search.
-    if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
-    parentPort.postMessage("finished");
-  }
-});
-
-function searchFile(file, name) {
-  let bytes;
-  try {
-    bytes = readFile(file);
-  } catch (error) {
-    return { unreadable: error.code || error.message };
-  }
-  if (bytes === undefined) return { skipped: "over 10 MB" };
-  const nul = bytes.indexOf(0);
-  if (nul !== -1 && nul < 8192) return { skipped: "binary" };
-  if (needle && bytes.indexOf(needle) === -1) return undefined;
-  const found = task.plain ? searchBytes(bytes, name) : inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
-  return found.count > 0 ? found : undefined;
-}
-
-// The walk lists only regular files, but one may have been replaced since. The file is opened
-// without waiting (a FIFO there cannot hang the search) and without following a symlink put
-// there, and read to its end but never past the size limit (a device there cannot fill memory).
-// undefined: over the limit.
-function readFile(file) {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  try {
-    let length = 0;
-    while (true) {
-      if (length === buffer.length) {
-        if (length > task.maxBytes) return undefined;
-        const larger = Buffer.allocUnsafe(Math.min(buffer.length * 4, task.maxBytes + 1));
-        buffer.copy(larger);
-        buffer = larger;
-      }
-      const read = readSync(fd, buffer, length, buffer.length - length, null);
-      if (read === 0) return buffer.subarray(0, length);
-      length += read;
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function searchWhole(bytes, name) {
-  const text = bytes.toString(task.latin1 ? "latin1" : "utf8");
-  const decodeLines = task.latin1 && !isAscii(bytes); // latin1 text of UTF-8 bytes: decode the lines shown
-  const found = { count: 0, lines: [] };
-  let lineNumber = 1;
-  let counted = 0;
-  inWhole.lastIndex = 0;
-  for (let match = inWhole.exec(text); match; match = inWhole.exec(text)) {
-    const start = match.index === 0 ? 0 : text.lastIndexOf("\\n", match.index - 1) + 1;
-    if (start === text.length) break; // after the final line break: no line there
-    let end = text.indexOf("\\n", match.index);
-    if (end === -1) end = text.length;
-    const line = withoutCR(decodeLines ? bytes.toString("utf8", start, end) : text.slice(start, end));
-    if (onLine.test(line)) {
-      found.count += 1;
-      if (task.mode === "files_with_matches") break;
-      if (task.mode === "content" && found.lines.length < task.maxResults) {
-        for (let at = text.indexOf("\\n", counted); at !== -1 && at < start; at = text.indexOf("\\n", at + 1)) lineNumber += 1;
-        counted = start;
-        found.lines.push(shown(name, lineNumber, line));
-      }
-    }
-    inWhole.lastIndex = end + 1;
-  }
-  return found;
-}
-
-function searchBytes(bytes, name) {
-  const found = { count: 0, lines: [] };
-  let lineNumber = 1;
-  let counted = 0;
-  for (let at = bytes.indexOf(needle); at !== -1; ) {
-    const start = at === 0 ? 0 : bytes.lastIndexOf(10, at - 1) + 1;
-    let end = bytes.indexOf(10, at);
-    if (end === -1) end = bytes.length;
-    found.count += 1;
-    if (task.mode === "files_with_matches") break;
-    if (task.mode === "content" && found.lines.length < task.maxResults) {
-      for (let nl = bytes.indexOf(10, counted); nl !== -1 && nl < start; nl = bytes.indexOf(10, nl + 1)) lineNumber += 1;
-      counted = start;
-      found.lines.push(shown(name, lineNumber, withoutCR(bytes.toString("utf8", start, end))));
-    }
-    at = bytes.indexOf(needle, end + 1); // a line counts once, however often it holds the text
-  }
-  return found;
-}
-
-function searchLines(text, name) {
-  const found = { count: 0, lines: [] };
-  const lines = text.split("\\n");
-  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it does not start one
-  for (let index = 0; index < lines.length; index++) {
-    const line = withoutCR(lines[index]);
-    if (!onLine.test(line)) continue;
-    found.count += 1;
-    if (task.mode === "files_with_matches") break;
-    if (task.mode === "content" && found.lines.length < task.maxResults) found.lines.push(shown(name, index + 1, line));
-  }
-  return found;
-}
-
-function withoutCR(line) {
-  return line.endsWith("\\r") ? line.slice(0, -1) : line;
-}
-
-function shown(name, number, line) {
-  const text = line.length > task.maxLine ? line.slice(0, task.maxLine) + " [line cut at " + task.maxLine + " characters]" : line;
-  return name + ":" + number + ": " + text;
-}`;
-
-/** Workers waiting for the next search. */
-const idleWorkers: Worker[] = [];
-
-/**
- * A search in worker threads that takes its files a batch at a time: `add` hands a batch
- * over, `finish` says there are no more and waits for the answer, in the order the files were
- * added. The time limit counts from the first batch. One worker searches while the walk goes
- * on, since the walk keeps a core busy too; when it is done, another joins for every
- * filesPerWorker files, up to one per core, and they share what is left.
- */
-function startSearch(pattern: string, mode: string, maxResults: number) {
-  const most = Math.min(availableParallelism(), 4);
-  const whole = wholeTextPattern(pattern);
-  const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
-  const text = requiredText(pattern);
-  const plain = text === pattern && !/[\x00-\x1f]/.test(pattern); // a line break in it could never match a line
-  // Shared with the workers: the batch and the file each worker is in, -1 when none.
-  const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
-  const task = { type: "search", pattern, whole, latin1, text, plain, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
-  const batches: { offset: number; done: Uint8Array; message: object }[] = [];
-  const results: (FileResult | undefined)[] = [];
-  const workers: Worker[] = [];
-  const busy = new Set<Worker>();
-  let total = 0;
-  let timedOut = false;
-  let failure: Error | undefined;
-  let whenThrough = () => {};
-  let timer: NodeJS.Timeout | undefined;
-
-  const startWorker = () => {
-    timer ??= setTimeout(() => {
-      timedOut = true;
-      busy.forEach((worker) => void worker.terminate());
-    }, GREP_LIMITS.milliseconds);
-    const worker = idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true });
-    // A worker is through with this search when it says "finished", or when it has ended
-    // ("exit" comes after every message it sent, whether it finished or was stopped).
-    const through = (again: boolean) => {
-      if (!busy.delete(worker)) return;
-      worker.off("message", onMessage).off("exit", onExit).off("error", onError);
-      if (again && !timedOut) {
-        worker.unref(); // a waiting worker does not keep the program running
-        idleWorkers.push(worker);
-      }
-      if (busy.size === 0) whenThrough();
-    };
-    const onMessage = (message: "finished" | [number, FileResult]) => {
-      if (message === "finished") through(true);
-      else results[message[0]] = message[1];
-    };
-    const onExit = () => through(false);
-    const onError = (error: Error) => {
-      failure = error;
-      busy.forEach((other) => void other.terminate());
-    };
-    worker.on("message", onMessage).on("exit", onExit).on("error", onError);
-    worker.ref();
-    worker.postMessage({ ...task, slot: workers.length });
-    workers.push(worker);
-    busy.add(worker);
-    for (const batch of batches) worker.postMessage(batch.message); // it helps with what is left
-  };
-
-  return {
-    add(files: FoundFile[]) {
-      if (files.length === 0 || timedOut) return;
-      const done = new Uint8Array(new SharedArrayBuffer(files.length));
-      const message = {
-        type: "batch", number: batches.length, offset: total, done, next: new Int32Array(new SharedArrayBuffer(4)),
-        files: files.map((file) => file.full), names: files.map((file) => file.shown),
-      };
-      batches.push({ offset: total, done, message });
-      total += files.length;
-      for (const worker of busy) worker.postMessage(message);
-      if (workers.length === 0) startWorker();
-    },
-    finish(): Promise<{ results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean }> {
-      return new Promise((resolve, reject) => {
-        whenThrough = () => {
-          clearTimeout(timer);
-          if (failure) return reject(new Error(`the search failed: ${failure.message}`));
-          const searched = batches.flatMap(({ offset, done }) => [...done].map((flag, i) => flag === 1 || results[offset + i] !== undefined));
-          const stuckIn = workers.flatMap((_, slot) => {
-            const [batch, index] = [current[2 * slot], current[2 * slot + 1]];
-            return batch >= 0 && !searched[batches[batch].offset + index] ? [batches[batch].offset + index] : [];
-          });
-          resolve({ results: Array.from({ length: total }, (_, i) => results[i]), searched, stuckIn, timedOut });
-        };
-        if (busy.size === 0) return whenThrough(); // nothing was added, or every worker has stopped
-        while (!timedOut && workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
-        for (const worker of busy) worker.postMessage({ type: "end" });
-      });
-    },
-  };
-}
-
-/**
- * The pattern to search a whole text with, or undefined when only a line-by-line search can
- * be trusted. No match of it may reach over a line break, so what could match one is kept
- * from it: \s, \W and \D become [^\S\n], [^\w\n] and [^\d\n], and [^x] becomes [^x\n]. A line
- * has no line break, so it matches exactly as before. A lookaround (it may look past its line),
- * an escape that could stand for a line break (\n, \x0a, \u000a), and \s, \W or \D inside a
- * [...] leave the pattern to the line-by-line search.
- */
-function wholeTextPattern(pattern: string): string | undefined {
-  if (/[\x00-\x1f]|\(\?<?[=!]/.test(pattern)) return undefined;
-  const withoutBreak: Record<string, string> = { "\\s": "[^\\S\\n]", "\\W": "[^\\w\\n]", "\\D": "[^\\d\\n]" };
-  let whole = "";
-  let inClass: "" | "[" | "[^" = "";
-  for (let i = 0; i < pattern.length; i++) {
-    if (pattern[i] === "\\") {
-      const escape = pattern.slice(i, i + 2);
-      i += 1;
-      if (/^\\[bBdwStvf\\^$.*+?()[\]{}|/-]$/.test(escape)) whole += escape; // never a line break
-      else if (escape in withoutBreak && inClass === "") whole += withoutBreak[escape];
-      else if (escape in withoutBreak && inClass === "[^") whole += escape; // [^\s] is no break either
-      else return undefined;
-    } else if (inClass !== "" && pattern[i] === "]") {
-      whole += inClass === "[^" ? "\\n]" : "]";
-      inClass = "";
-    } else if (inClass === "" && pattern[i] === "[") {
-      inClass = pattern[i + 1] === "^" ? "[^" : "[";
-      whole += inClass;
-      i += inClass.length - 1;
-    } else whole += pattern[i];
-  }
-  return whole;
-}
-
-/**
- * Plain text that every match of `pattern` holds, or undefined. With a | or a group, which
- * may leave any part out, or {n,m}, none is sought. Otherwise it is the longest run of plain
- * characters: [...] and escapes stand for one of several characters, so they end a run; so
- * do . ^ $ and +, and a ? or * takes away the character before it. (U+FFFD may stand for
- * bytes that are not UTF-8, so a pattern with it has none.)
- */
-function requiredText(pattern: string): string | undefined {
-  if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
-  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\[\s\S]/; // [...], or \ and the character after it
-  const notPlain = /[\s\S]?[?*]|[.^$+]/; // a character with ? or * after it; . ^ $ +
-  let longest = "";
-  for (const piece of pattern.split(oneOfSeveral)) {
-    for (const run of piece.split(notPlain)) if (run.length > longest.length) longest = run;
-  }
-  return longest || undefined;
-}
-
-/** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */
-function matchesOnlyAscii(pattern: string): boolean {
-  const rest = pattern.replace(/\\[bBdwtvfnr\\^$.*+?()[\]{}|/-]/g, "");
-  return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
-}
-// #endregion search
-
-// #region grep
-const MAX_LINE = 2000; // characters shown of one matching line
-const OUTPUT_MODES = ["files_with_matches", "content", "count"];
-
-async function grep(input: Record<string, unknown>): Promise<string> {
-  const pattern = requireString(input, "pattern");
-  // Check the pattern here, before anything runs, so a typo gets a precise answer.
-  try {
-    new RegExp(pattern);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}. No search was run; escape ( ) [ ] { } . * + ? | \\ with \\ to match them as text`);
-  }
-  const mode = optionalString(input, "output_mode", "files_with_matches");
-  if (!OUTPUT_MODES.includes(mode)) throw new Error(`output_mode must be one of ${OUTPUT_MODES.join(", ")}`);
-  const maxResults = optionalInteger(input, "max_results", { min: 1 }) ?? 100;
-  const given = optionalString(input, "path", ".");
-  const search = await searchFiles(given, optionalString(input, "include", "**/*"), pattern, { mode, maxResults });
-  const unreadable = unreadableNote("folder", search.unreadable);
-  if (search.files.length === 0) {
-    return [`No files to search in ${given} (binary files, .git, node_modules and what .gitignore lists are skipped)`, ...unreadable].join("\n");
-  }
-  return [grepReport(search.files, search, mode, maxResults, `/${pattern}/ in ${given}`), ...unreadable].join("\n");
-}
-
-/** The results in the chosen mode, then notes on what was cut, skipped, unreadable or not searched. */
-function grepReport(files: FoundFile[], search: Search, mode: string, max: number, what: string): string {
-  const { results } = search;
-  const entries: string[] = [];
-  let total = 0; // matching lines in content mode, files otherwise
-  files.forEach((file, i) => {
-    const count = results[i]?.count;
-    if (!count) return;
-    total += mode === "content" ? count : 1;
-    if (entries.length >= max) return;
-    if (mode === "content") for (const line of results[i]!.lines!) entries.push(line);
-    else entries.push(mode === "count" ? `${file.shown}: ${count}` : file.shown);
-  });
-  const skipped = results.flatMap((result) => (result?.skipped ? [result.skipped] : []));
-  const unreadable = files.flatMap((file, i) => (results[i]?.unreadable ? [`${file.shown} (${results[i]!.unreadable})`] : []));
-  const searched = search.searched.filter(Boolean).length - skipped.length - unreadable.length;
-  const report = entries.length > 0 ? [entries.slice(0, max).join("\n")] : [`No matches for ${what} (${searched} files searched)`];
-  const unit = mode === "content" ? "matching lines" : "files";
-  if (total > max) report.push(`[showing the first ${max} of ${total} ${unit}; narrow path, include or the pattern, or raise max_results]`);
-  if (skipped.length > 0) report.push(`[skipped ${skipped.length} file(s): ${[...new Set(skipped)].join(", ")}]`);
-  report.push(...unreadableNote("file", unreadable));
-  if (search.timedOut) {
-    const left = files.filter((_, i) => !search.searched[i]).map((file) => file.shown);
-    const stuck = search.stuckIn.length > 0 ? search.stuckIn.map((i) => files[i].shown) : left.slice(0, 1);
-    report.push(
-      `[stopped after ${GREP_LIMITS.milliseconds / 1000} s: searched ${files.length - left.length} of ${files.length} files. ` +
-        `Not searched: ${left.slice(0, 10).join(", ")}${left.length > 10 ? ` and ${left.length - 10} more` : ""}. ` +
-        `The search was still in ${stuck.join(" and ")}; a pattern with nested repetition such as (a+)+ can run for ever on some lines, so simplify it or narrow path or include]`,
-    );
-  }
-  return report.join("\n");
-}
-// #endregion grep
-
-// #region glob
-const MAX_PATHS = 100; // paths glob and ls show
-
-// Left out or null: the default, as optionalInteger treats them.
-const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
-  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
-
-/** At most `max` lines, and how many of `total` were left out. */
-function capped(lines: string[], max: number, total = lines.length): string {
-  const more = total - max;
-  return lines.slice(0, max).join("\n") + (more > 0 ? `\n… and ${more} more` : "");
-}
-
-function glob(input: Record<string, unknown>): string {
-  const pattern = requireString(input, "pattern");
-  const given = optionalString(input, "path", ".");
-  const { files, unreadable } = findFiles(pattern, safeFolder(given));
-  // Newest first: the files being worked on are usually the ones wanted. Ties go by path.
-  // Only the files that matched are stat'ed; one removed since the walk is left out. A plain
-  // loop with one small object per file: a tree of 20,000 files makes every copy count.
-  const dated: { shown: string; mtime: number }[] = [];
-  for (const file of files) {
-    const stat = statSync(file.full, { throwIfNoEntry: false });
-    if (stat) dated.push({ shown: file.shown, mtime: stat.mtimeMs });
-  }
-  // Only the newest MAX_PATHS are shown, so only the files as new as the hundredth newest are
-  // put in order; the older ones are only counted. A large tree costs a sort of numbers.
-  const times = Float64Array.from(dated, (file) => file.mtime).sort(); // oldest first
-  const cutoff = times[Math.max(0, times.length - MAX_PATHS)]; // the hundredth newest
-  const newest = dated.filter((file) => file.mtime >= cutoff).sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
-  const listing = dated.length > 0 ? capped(newest.map((file) => file.shown), MAX_PATHS, dated.length) : `No files match ${pattern} in ${given}`;
-  return [listing, ...unreadableNote("folder", unreadable)].join("\n");
-}
-// #endregion glob
-
-// #region ls
-function ls(input: Record<string, unknown>): string {
-  const given = optionalString(input, "path", ".");
-  const entries = readdirSync(safeFolder(given), { withFileTypes: true }).sort((a, b) => byName(a.name, b.name));
-  if (entries.length === 0) return `${given} is empty`;
-  // A symlink is listed by its own name and not followed: it may point outside the workspace.
-  return capped(entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)), MAX_PATHS);
-}
-// #endregion ls
-
-// #region dispatch
-type Handler = (input: Record<string, unknown>) => string | Promise<string>;
-
-export const TOOL_HANDLERS: Record<string, Handler> = {
-  bash: runBash,
-  read_file: readFile,
-  write_file: writeFile,
-  edit_file: editFile,
-  grep,
-  glob,
-  ls,
-};
-// #endregion dispatch
 
 // #region run-tool
 /**
@@ -1318,59 +408,6 @@ async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   console.log(dim(describeResult(result)));
   return result;
 }
-
-/**
- * Text cut to at most about `max` characters, with a note of what was cut: the head and the
- * tail when the end matters (a command's output often ends with its error), or the head.
- */
-function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
-  if (text.length <= max) return text;
-  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
-  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
-  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
-}
-
-// What is kept at each end of a long output; the rest of MAX_OUTPUT is room for the marker.
-const KEEP = (MAX_OUTPUT - 100) / 2;
-const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
-
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
-  return value;
-}
-
-/**
- * An optional whole number. Left out or null means "the default" (models send null for what
- * they leave out, so every tool treats null so); anything else must be a whole number in range.
- */
-function optionalInteger(input: Record<string, unknown>, name: string, range: { min: number; max?: number }): number | undefined {
-  const value = input[name];
-  if (value === undefined || value === null) return undefined;
-  const { min, max = Number.MAX_SAFE_INTEGER } = range;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    const bounds = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
-    throw new Error(`"${name}" must be a whole number ${bounds}, not ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** The call as a person reads it: each argument by name, strings quoted, so where one ends shows. */
-function describeCall(call: ToolUseBlock): string {
-  const args = Object.entries((call.input ?? {}) as Record<string, unknown>);
-  return `${call.name}(${args.map(([name, value]) => `${name}: ${clip(JSON.stringify(value) ?? "undefined", 120, "head")}`).join(", ")})`;
-}
-
-/** The result as a person reads it: its first lines; an error in full, since it says what went wrong. */
-function describeResult(result: ToolResultBlockParam): string {
-  const text = String(result.content).trimEnd() || "(empty)";
-  const lines = result.is_error ? clip(text, 2000, "head").split("\n") : text.split("\n");
-  const shown = result.is_error ? lines : lines.slice(0, 6).map((line) => clip(line, 160, "head"));
-  if (shown.length < lines.length) shown.push(`… (${lines.length - shown.length} more lines)`);
-  return shown.map((line) => `  ${line}`).join("\n");
-}
-
-const dim = (text: string) => (process.stdout.isTTY ? `\x1b[2m${text}\x1b[0m` : text);
 // #endregion run-tool
 
 // #region agent-loop

@@ -152,7 +152,7 @@ describe("s08 the discovery command", () => {
     const started = Date.now();
     const result = await stage.runTool(call("shout", { text: "hi" }));
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(resultText(result)).toBe("Error: no answer within 0.5 s; it was ended");
+    expect(resultText(result)).toBe("Error: timed out after 0.5s; the command and everything it started were ended, and it printed nothing");
     expect(await eventually(() => !isRunning(Number(readFileSync("child.pid", "utf8"))))).toBe(true);
   });
 
@@ -179,7 +179,7 @@ describe("s08 the discovery command", () => {
     ["exits non-zero", "echo 'cannot read the manifest' >&2; exit 3", "it exited with code 3: cannot read the manifest"],
     ["prints something that is not JSON", "echo 'Usage: tools [list]'", 'it printed something that is not JSON: "Usage: tools [list]"'],
     ["prints JSON that is not a list", `echo '{"name": "shout"}'`, "it printed JSON, but not a list of function declarations"],
-    ["hangs", "sleep 30", "no answer within 0.3 s; it was ended"],
+    ["hangs", "sleep 30", "timed out after 0.3s; the command and everything it started were ended, and it printed nothing"],
   ])("a discovery command that %s: said in one line; the built-in tools work", async (_what, command, problem) => {
     writeSettings(workspace.dir, { tools: { toolDiscoveryCommand: command, toolCallCommand: "cat" } });
     stage.TIME_LIMITS.discovery = 300;

@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { APIError } from "@anthropic-ai/sdk/core/error";
+import { envProblem } from "./env.ts";
 import { sdkModule } from "./model.ts";
 import { loadScenario, scenarioPath, REPO_ROOT, type Scenario } from "../course/scenario.ts";
 import type { Recording } from "../course/record.ts";
@@ -55,6 +56,10 @@ const HOW_TO_USE_A_MODEL =
 
 /** Run a stage as a program; resolves to the exit code. */
 export async function runProgram(program: StageProgram): Promise<number> {
+  if (envProblem) {
+    console.log(`[error] ${envProblem}`);
+    return 1;
+  }
   if (program.settingsProblem) {
     console.log(`[error] ${program.settingsProblem}`);
     return 1;
