@@ -159,8 +159,11 @@ type ApprovedTool = Pick<AgentTool, "name" | "kind" | "shouldConfirmExecute">;
 // `shown`: what the person saw and approved, so it is not printed a second time.
 export type Verdict = { run: true; shown?: string } | { run: false; why: string };
 
-/** Step 6: the tool says what it would do; the approval mode says whether a person must agree. */
-export async function approve(tool: ApprovedTool, params: Params, signal: AbortSignal): Promise<Verdict> {
+/**
+ * Step 6: the tool says what it would do; the approval mode says whether a person must agree.
+ * `asker` names who wants the call when it is not the agent itself (s10: a subagent).
+ */
+export async function approve(tool: ApprovedTool, params: Params, signal: AbortSignal, asker?: string): Promise<Verdict> {
   if (APPROVAL_MODE === "plan" && tool.kind !== "read") {
     return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
   }
@@ -173,7 +176,7 @@ export async function approve(tool: ApprovedTool, params: Params, signal: AbortS
   if (!person.hasPerson) {
     return { run: false, why: `Not run: ${tool.name} needs a person's approval (approval mode ${APPROVAL_MODE}) and no one is at the terminal.` };
   }
-  console.log(`\n${confirmation.title}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
+  console.log(`\n${confirmation.title}${asker ? ` (asked by ${asker})` : ""}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
   while (true) {
     const line = await person.ask("allow? ", { fresh: true });
     if (line === null) return { run: false, why: "Not run: the person gave no answer (Ctrl-C or end of input)." };
@@ -374,7 +377,7 @@ export function isInside(root: string, target: string): boolean {
 }
 
 /** Resolve symlinks on the part of the path that exists; a new file takes its parent's real place. */
-function followLinks(full: string, given: string): string {
+export function followLinks(full: string, given: string): string {
   let existing = full;
   const missing: string[] = [];
   while (!lexists(existing)) {

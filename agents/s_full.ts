@@ -23,48 +23,56 @@
  *   found outside: discovery command + MCP servers from .agent/settings.json (s08)
  *
  * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
- *   s06 tool, registry, sandbox, edit-file, approval (s10's), run-tool (joined here)
- *   s07 large-results, bash, read-file, grep, context      s05 walk, glob, ls, web-fetch,
- *   s08 settings, command-tools, mcp, discovery               web-address, html-to-text, ask-user
+ *   s06 tool, registry, sandbox, write-file, edit-file, approval (s10's), run-tool (joined here)
+ *   s07 large-results, bash, read-file, grep, context      s05 glob, ls, web-fetch,
+ *   s08 settings, command-tools, mcp, discovery               web-address, ask-user
  *   s09 todo, reminder     s10 subagent     s11 transcript, micro-compact, auto-compact,
- *   compact-tool, client   s12 write-file, skills, memory, knowledge   here: part-one, tools
+ *   compact-tool, client   s12 skills, memory, knowledge   here: part-one, tools
  * The regions where two mechanisms meet (config, tool, run-tool, end-turn, program) say so.
+ * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
  *
  *   npx tsx agents/s_full.ts       (no key: replays the recorded demo)
  *   npx tsx agents/s_full.ts --approval-mode auto-edit
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import dns from "node:dns";
-import { appendFileSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { appendFileSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { createRequire } from "node:module";
-import os, { availableParallelism } from "node:os";
+import os from "node:os";
 import path from "node:path";
-import { pipeline, type Transform } from "node:stream";
-import { Worker } from "node:worker_threads";
-import zlib from "node:zlib";
 import type { ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
-import ignore, { type Ignore } from "ignore";
+import type { ErrorObject } from "ajv";
+import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
+import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
+import { MAX_FILE_BYTES, readPage, readText } from "../lib/machinery/safe-read.ts";
+import { inFolder, writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
+import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
+import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
+import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
-import type { Scenario } from "../lib/course/scenario.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
+import { notPublic } from "../lib/machinery/addresses.ts";
+import { htmlToText } from "../lib/machinery/html-to-text.ts";
+import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 
 // #region config
-if (existsSync(".env")) process.loadEnvFile(".env");
+loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees of an error, or of a part of a result with images
-// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the SDK at
-// the first request, so the program starts at once). With no key the program replays a
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
+// SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere. The loop's
 // `client` (region `client`, s11) hands its requests to this one after compacting what they
 // carry; a subagent (s10) calls the same `client`, so its own conversation is kept and
@@ -145,42 +153,9 @@ interface AgentTool {
   execute(params: Params, signal: AbortSignal, callId?: string): Promise<ToolResult>;
 }
 
-// ajv and diff load when first needed (a tool's first call, the first change shown), not at
-// start: each costs a tenth of a second or so, and a learner waits for every start. The
-// tools' own schemas are checked against JSON Schema's meta-schema by the tests, not here:
-// compiling the meta-schema would take longer than compiling every tool's schema.
-const needed = createRequire(import.meta.url);
-let ajv: Ajv | undefined;
-const validator = () => (ajv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true, validateSchema: false }));
-
 /** A tool from its parts; its parameters are checked against its schema, compiled at its first call. */
 function defineTool(spec: Omit<AgentTool, "validateToolParams" | "shouldConfirmExecute"> & Partial<Pick<AgentTool, "shouldConfirmExecute">>): AgentTool {
-  let validate: ValidateFunction | undefined;
-  return {
-    shouldConfirmExecute: async () => false,
-    ...spec,
-    validateToolParams: (params) => {
-      validate ??= validator().compile(spec.parameterSchema);
-      return validate(params) ? null : schemaErrors(validate.errors ?? []);
-    },
-  };
-}
-
-/** ajv's findings as sentences the model can act on: `"path" must be a string`. */
-function schemaErrors(errors: ErrorObject[]): string {
-  return errors
-    .map((error) => {
-      const field = error.instancePath ? `"${error.instancePath.slice(1).replaceAll("/", ".")}"` : "the input";
-      const { params } = error;
-      if (error.keyword === "required") return `"${params.missingProperty}" is required`;
-      if (error.keyword === "additionalProperties") return `"${params.additionalProperty}" is not a parameter of this tool`;
-      if (error.keyword === "type") return `${field} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
-      if (error.keyword === "minimum") return `${field} must be at least ${params.limit}`;
-      if (error.keyword === "maximum") return `${field} must be at most ${params.limit}`;
-      if (error.keyword === "enum") return `${field} must be one of ${params.allowedValues.join(", ")}`;
-      return `${field} ${error.message}`;
-    })
-    .join("; ");
+  return { shouldConfirmExecute: async () => false, ...spec, validateToolParams: schemaCheck(spec.parameterSchema) };
 }
 // #endregion tool
 
@@ -291,6 +266,11 @@ class ResultFile {
     }
   }
 
+  /** The result so far, for a command stopped part-way (the name lib/machinery/processes.ts asks for). */
+  text(): string {
+    return this.finish();
+  }
+
   /** What the model gets: the whole result, or its two ends and where the whole is. */
   finish(): string {
     if (this.finished !== undefined) return this.finished;
@@ -320,7 +300,7 @@ class ResultFile {
     const where = this.saved
       ? `The whole result is in ${this.saved}, ${lines} lines: read the lines you need with read_file (the last ones below start at line ${lines - tailLines + 1}) or search it with grep`
       : `It could not be kept (${this.problem}), so the middle is lost`;
-    return `${head}${marker(this.characters - head.length - tail.length, this.characters)}[${where}.]\n${tail}`;
+    return `${head}${cutMarker(this.characters - head.length - tail.length, this.characters)}[${where}.]\n${tail}`;
   }
 }
 
@@ -339,7 +319,7 @@ function lastBytes(before: Buffer, bytes: Buffer): Buffer {
 function newResultFile(callId: string): [number, string] {
   const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
   let opened: [number, string] | undefined;
-  inFolder(realpathSync(workspace()), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
+  inFolder(inWorkspace(), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
     for (let n = 1; !opened; n++) {
       const name = n === 1 ? `${base}.txt` : `${base}-${n}.txt`;
       try {
@@ -391,7 +371,7 @@ const bashTool = defineTool({
     if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
     // The output is kept as it arrives: whole in memory while it is small, then in a file.
     const output = new ResultFile(callId);
-    const code = await runCommand(command, Number(params.timeout ?? DEFAULT_TIMEOUT), signal, output);
+    const code = await runCommand(command, { cwd: workspace(), timeoutMs: Number(params.timeout ?? DEFAULT_TIMEOUT) * 1000, output, signal });
     const text = output.finish() || "(no output)";
     return {
       llmContent: code === 0 ? text : `${text.replace(/\n$/, "")}\n[exit code ${code ?? "killed"}]`,
@@ -399,113 +379,6 @@ const bashTool = defineTool({
     };
   },
 });
-
-/** Run a command to its end, its time limit, or the signal; nothing it started outlives it. */
-function runCommand(command: string, seconds: number, signal: AbortSignal, output: ResultFile): Promise<number | null> {
-  return new Promise((resolve, reject) => {
-    // stdin is /dev/null, so `cat` or `read x` ends at once. `detached` puts the command in
-    // its own process group; the mark in its environment follows whatever it starts.
-    const mark = newCommandMark();
-    const child = spawn("bash", ["-c", command], {
-      cwd: workspace(),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, [COMMAND_MARK]: mark },
-    });
-    if (child.pid) commandGroups.add(child.pid);
-    // Bytes as they come, both streams into one result, as a terminal would show them. An
-    // event handler has no caller to throw to: a failure there ends this command, not the program.
-    const take = (chunk: Buffer) => {
-      try {
-        output.add(chunk);
-      } catch (error) {
-        clearTimeout(timer);
-        endProcesses(`${mark}\0`, [child.pid!]);
-        reject(error);
-      }
-    };
-    child.stdout.on("data", take);
-    child.stderr.on("data", take);
-    const stop = (why: string) => {
-      clearTimeout(timer);
-      endProcesses(`${mark}\0`, [child.pid!]);
-      reject(new Error(`${why}; the command and everything it started were ended. Output so far:\n${output.finish()}`));
-    };
-    const timer = setTimeout(() => stop(`timed out after ${seconds}s`), seconds * 1000);
-    const onAbort = () => stop("cancelled by the user");
-    signal.addEventListener("abort", onAbort, { once: true });
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
-    // for long after the shell is done. Output still in the pipes is read until they close, or
-    // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
-    // can run before the loop reads what is waiting); the background child runs on, until its
-    // command's time is up or the program ends.
-    child.on("exit", (code) => {
-      timer.unref(); // it still ends what the command left running, without keeping the program alive
-      signal.removeEventListener("abort", onAbort);
-      let finished = false;
-      const done = () => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(grace);
-        child.stdout.destroy();
-        child.stderr.destroy();
-        child.unref();
-        resolve(code);
-      };
-      const grace = setTimeout(() => setImmediate(done), 50);
-      child.once("close", done);
-    });
-  });
-}
-
-// Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
-// process that leaves the command's process group (`setsid`, a daemon). Every process a
-// command starts inherits its environment, so each command gets a mark there; at a timeout
-// the command's marked processes end, and when the program ends, all of them do. Finding a
-// mark reads /proc, which Linux has; elsewhere the command's process group is what ends.
-const COMMAND_MARK = "AGENT_WORKBOOK_COMMAND";
-const THIS_RUN = randomBytes(4).toString("hex");
-const commandGroups = new Set<number>();
-let commandsRun = 0;
-const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
-process.on("exit", () => {
-  if (commandsRun > 0) endProcesses(`${THIS_RUN}-`, commandGroups);
-});
-
-/** End these process groups, then every process whose mark starts with `mark`, until none is left. */
-function endProcesses(mark: string, groups: Iterable<number>): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {} // it has ended already
-  };
-  for (const group of groups) kill(-group);
-  // A few rounds: a process may start another while the first ones are being ended.
-  for (let round = 0; round < 5; round++) {
-    const marked = markedProcesses(`\0${COMMAND_MARK}=${mark}`);
-    if (marked.length === 0) return;
-    marked.forEach(kill);
-  }
-}
-
-/** The processes whose environment holds `needle` (Linux /proc; nothing elsewhere). */
-function markedProcesses(needle: string): number[] {
-  if (process.platform !== "linux") return [];
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
-    .filter((pid) => {
-      try {
-        return `\0${readFileSync(`/proc/${pid}/environ`, "latin1")}`.includes(needle);
-      } catch {
-        return false; // gone already, or another user's
-      }
-    })
-    .map(Number);
-}
 // #endregion bash
 
 // #region sandbox
@@ -554,10 +427,12 @@ function lexists(file: string): boolean {
     return false;
   }
 }
+
+/** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
+const inWorkspace = (): WriteRoot => ({ root: realpathSync(workspace()), isInside });
 // #endregion sandbox
 
 // #region read-file
-const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded whole (to edit them)
 const PAGE_LINES = 2000; // lines read_file shows at most, unless asked for fewer
 const MAX_LINE = 2000; // characters shown of one line
 
@@ -583,7 +458,9 @@ const readFileTool = defineTool({
     const given = String(params.path);
     const offset = Number(params.offset ?? 1);
     const limit = params.limit === undefined ? undefined : Number(params.limit);
-    const page = readPage(safePath(given), given, offset, limit ?? PAGE_LINES);
+    // Only the page's lines are kept, whatever the file's size; a page stops before
+    // RESULT_LIMIT characters, so a read never needs a file of its own (lib/machinery/safe-read.ts).
+    const page = readPage(safePath(given), given, offset, limit ?? PAGE_LINES, RESULT_LIMIT);
     if (offset > Math.max(page.total, 1)) {
       throw new Error(`offset ${offset} is past the end of ${given}, which has ${page.total} line${page.total === 1 ? "" : "s"}`);
     }
@@ -601,125 +478,6 @@ const readFileTool = defineTool({
     return { llmContent: text, returnDisplay: `${given}: ${footer ? range : `all ${page.total} lines`}` };
   },
 });
-
-/**
- * The lines of a page, numbered as `cat -n` numbers them, and the file's number of lines. The
- * file is read 64 kB at a time and only the page's lines are kept, at most the bytes that can
- * hold MAX_LINE characters of each, so a file of any size can be paged (a command's 100 MB
- * output too); it is read to its end all the same, to count its lines. A page also stops
- * before RESULT_LIMIT characters: a read is never too large to send whole.
- */
-function readPage(file: string, given: string, offset: number, limit: number): { shown: string[]; total: number; full: boolean } {
-  const fd = openFile(file, given);
-  try {
-    const piece = Buffer.alloc(64 * 1024);
-    if (piece.subarray(0, readSync(fd, piece, 0, 8192, 0)).includes(0)) {
-      throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
-    }
-    const page = { shown: [] as string[], total: 0, full: false };
-    const inPage = (line: number) => !page.full && line >= offset && line < offset + limit;
-    const most = 4 * MAX_LINE; // bytes enough for MAX_LINE characters: one is at most 4 bytes
-    let line = 1; // the number of the line being read
-    let kept: Buffer[] = []; // its bytes, when it is in the page
-    let length = 0; // its length in bytes
-    let size = 0; // the page's length in characters
-    const keep = (bytes: Buffer) => {
-      if (length < most) kept.push(Buffer.from(bytes.subarray(0, most - length)));
-      length += bytes.length;
-    };
-    const endLine = () => {
-      const text = `${String(line).padStart(6)}\t${cutLine(Buffer.concat(kept).toString("utf8").replace(/\r$/, ""), length > most)}`;
-      if (size + text.length + 1 > RESULT_LIMIT - 500) page.full = true; // 500: room for the footer
-      else {
-        page.shown.push(text);
-        size += text.length + 1;
-      }
-      [kept, length] = [[], 0];
-    };
-    let [read, last] = [0, 10];
-    while ((read = readSync(fd, piece, 0, piece.length, null)) > 0) {
-      let start = 0;
-      for (let i = 0; i < read; i++) {
-        if (piece[i] !== 10) continue;
-        if (inPage(line)) {
-          keep(piece.subarray(start, i));
-          endLine();
-        }
-        line += 1;
-        start = i + 1;
-      }
-      if (inPage(line)) keep(piece.subarray(start, read));
-      last = piece[read - 1];
-    }
-    if (last !== 10 && inPage(line)) endLine(); // a last line without a line break is a line too
-    page.total = last === 10 ? line - 1 : line;
-    return page;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** A line cut at MAX_LINE characters, with a marker; `long`: there was more than was read. */
-function cutLine(text: string, long = false): string {
-  return long || text.length > MAX_LINE ? `${text.slice(0, MAX_LINE)} [line cut at ${MAX_LINE} characters]` : text;
-}
-
-/**
- * A file opened for reading, or a clear error: missing, a directory, not a regular file. The
- * file is opened first and then looked at through what was opened, so what is checked is
- * what is read. O_NONBLOCK: opening a FIFO must not wait for a writer (it would block the
- * whole program, timers included); a FIFO or a device is refused once it is open.
- */
-function openFile(file: string, given: string): number {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new Error(`${given} does not exist`);
-    if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
-    // A socket cannot be opened at all: say what it is rather than "no such device".
-    if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
-    throw error;
-  }
-  const stat = fstatSync(fd);
-  if (stat.isFile()) return fd;
-  closeSync(fd);
-  if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
-  throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
-}
-
-/** A file's whole text, to change it (edit_file, write_file), or a clear error: too large, or binary. */
-function readText(file: string, given: string): string {
-  const fd = openFile(file, given);
-  try {
-    const { size } = fstatSync(fd);
-    if (size > MAX_FILE_BYTES) {
-      throw new Error(`${given} is ${(size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit for changing a file; read it a page at a time with read_file`);
-    }
-    // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
-    const bytes = Buffer.alloc(size);
-    let length = 0;
-    while (length < bytes.length) {
-      const read = readSync(fd, bytes, length, bytes.length - length, null);
-      if (read === 0) break; // the file shrank while it was read
-      length += read;
-    }
-    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
-    return bytes.subarray(0, length).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** What a path is when it is not a regular file, in words. */
-function kindOf(stat: Stats): string {
-  if (stat.isFIFO()) return "a FIFO (named pipe)";
-  if (stat.isCharacterDevice()) return "a character device";
-  if (stat.isBlockDevice()) return "a block device";
-  if (stat.isSocket()) return "a socket";
-  return "not a regular file";
-}
 // #endregion read-file
 
 // #region write-file
@@ -740,12 +498,12 @@ const writeFileTool = defineTool({
   getDescription: (params) => String(params.path),
   async shouldConfirmExecute(params) {
     const change = proposeWrite(params);
-    return { title: `${change.before === undefined ? "Create" : "Overwrite"} ${change.given}?`, details: diffOf(change) };
+    return { title: `${change.before === undefined ? "Create" : "Overwrite"} ${change.given}?`, details: diffOf(change.given, change.before, change.after) };
   },
   async execute(params) {
     const change = proposeWrite(params);
-    writeAtomically(change.file, change.after, change.given, { createFolders: true });
-    return { llmContent: `Wrote ${Buffer.byteLength(change.after)} bytes to ${change.given}`, returnDisplay: diffOf(change) };
+    writeAtomically(change.file, change.after, change.given, inWorkspace(), { createFolders: true });
+    return { llmContent: `Wrote ${Buffer.byteLength(change.after)} bytes to ${change.given}`, returnDisplay: diffOf(change.given, change.before, change.after) };
   },
 });
 
@@ -763,85 +521,6 @@ function proposeWrite(params: Params): FileChange {
   const file = safePath(given);
   const before = existsSync(file) && !statSync(file).isDirectory() ? readText(file, given) : undefined;
   return { given, file, before, after: String(params.content) };
-}
-
-/** The change as a unified diff (the `diff` package), coloured at a terminal: what the person checks. */
-function diffOf(change: FileChange): string {
-  const patch = (needed("diff") as typeof import("diff")).createTwoFilesPatch(change.given, change.given, change.before ?? "", change.after, "", "", { context: 2 });
-  const lines = patch.split("\n").slice(2).filter((line) => line !== ""); // without "Index:" and "===="
-  return lines.map((line) => (line.startsWith("+") && !line.startsWith("+++") ? green(line) : line.startsWith("-") && !line.startsWith("---") ? red(line) : line)).join("\n");
-}
-
-/**
- * Replace a file's content so that a failure half-way leaves the old content whole: the new
- * text goes to a temporary file beside it, which is then renamed over it. A careful editor
- * also keeps what the file was. A read-only file is refused: someone made it so on purpose.
- * The mode stays (a script stays executable). A file with other hard links, or that belongs
- * to someone else, is written in place instead, because a rename would give it a new
- * identity: the other links would keep the old text, and the owner would change.
- * `root` is the folder the file must stay in: the workspace, or (s12) the home folder.
- */
-function writeAtomically(file: string, content: string, given: string, options: { createFolders?: boolean; root?: string } = {}): void {
-  const before = lstatSync(file, { throwIfNoEntry: false });
-  if (before?.isDirectory()) throw new Error(`${given} is a directory`);
-  // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
-  if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
-  if (before && (before.mode & 0o200) === 0) {
-    const mode = (before.mode & 0o777).toString(8);
-    throw new Error(`${given} is read-only (mode ${mode}), so it is left as it is; if it should change, make it writable first (chmod u+w)`);
-  }
-  inFolder(options.root ?? realpathSync(workspace()), path.dirname(file), given, options.createFolders ?? false, () => {
-    const name = path.basename(file);
-    if (before && (before.nlink > 1 || (process.getuid && before.uid !== process.getuid()))) return writeInPlace(name, content);
-    // A name nobody can guess, created exclusively ("wx"): an existing file or a symlink
-    // planted at that name is never reused or followed.
-    const temporary = `.${name}.${randomBytes(6).toString("hex")}.tmp`;
-    const fd = openSync(temporary, "wx");
-    try {
-      try {
-        writeFileSync(fd, content);
-        if (before) fchmodSync(fd, before.mode & 0o7777);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(temporary, name);
-    } catch (error) {
-      rmSync(temporary, { force: true });
-      throw error;
-    }
-  });
-}
-
-/** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
-function writeInPlace(name: string, content: string): void {
-  const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
-  try {
-    writeFileSync(fd, content);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Run `work` with the process standing in `folder`, entered one step at a time from `root`
- * (the workspace) and checked at each step. safePath checked the path a moment ago, but another
- * process may swap a folder for a symlink since; once the process stands in a folder, the
- * names `work` uses are looked up there and cannot be redirected. Missing folders are
- * created one at a time, each inside the one just checked.
- */
-function inFolder(root: string, folder: string, given: string, createFolders: boolean, work: () => void): void {
-  const home = process.cwd();
-  process.chdir(root);
-  try {
-    for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
-      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
-      process.chdir(part);
-      if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
-    }
-    work();
-  } finally {
-    process.chdir(home);
-  }
 }
 // #endregion write-file
 
@@ -866,13 +545,13 @@ const editFileTool = defineTool({
   getDescription: (params) => String(params.path),
   async shouldConfirmExecute(params) {
     const change = proposeEdit(params);
-    return { title: `Edit ${change.given}?`, details: diffOf(change) };
+    return { title: `Edit ${change.given}?`, details: diffOf(change.given, change.before, change.after) };
   },
   async execute(params) {
     const change = proposeEdit(params);
-    writeAtomically(change.file, change.after, change.given);
+    writeAtomically(change.file, change.after, change.given, inWorkspace());
     const count = change.count;
-    return { llmContent: `Edited ${change.given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`, returnDisplay: diffOf(change) };
+    return { llmContent: `Edited ${change.given}: replaced ${count} occurrence${count === 1 ? "" : "s"}`, returnDisplay: diffOf(change.given, change.before, change.after) };
   },
 });
 
@@ -919,388 +598,6 @@ function noMatchHint(content: string, find: string, crlf: boolean): string {
 }
 // #endregion edit-file
 
-// #region search
-// The search behind grep, from s07 on behind its paging grep too: the files the walk finds,
-// searched in worker threads with a time limit while the walk is still finding more.
-
-/**
- * How long one search may take in all (users get 10 s), and how many files make another
- * worker worth starting: a small search runs in one worker, a large one in one per core (at
- * most 4). Exported so tests can change them.
- */
-export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
-const BATCH = 500; // files the walk hands to the workers at a time
-
-/** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
-type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
-/**
- * A search's answer: the files searched, sorted by path so the same search always answers in
- * the same order; per file its result (undefined: no match) and whether it was searched; the
- * files the search was stuck in when time ran out; the folders the walk could not read.
- */
-type Search = { files: FoundFile[]; results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean; unreadable: string[] };
-
-/**
- * Search `given`: a file named outright, or the files under a folder whose name or path
- * matches `include`. `leaveOut`: files the walk finds that this search passes over.
- */
-async function searchFiles(given: string, include: string, pattern: string, options: { mode: string; maxResults: number; leaveOut?: (file: FoundFile) => boolean }): Promise<Search> {
-  const target = safePath(given);
-  if (!existsSync(target)) throw new Error(`${given} does not exist`);
-  const stat = statSync(target);
-  if (!stat.isFile() && !stat.isDirectory()) throw new Error(`${given} is neither a file nor a folder`);
-  const search = startSearch(pattern, options.mode, options.maxResults);
-  let files: FoundFile[] = [];
-  let unreadable: string[] = [];
-  if (stat.isFile()) {
-    // A file named outright is searched even where a skip rule would have left it out.
-    files = [{ shown: relativeName(realpathSync(workspace()), target), full: target }];
-    search.add(files);
-  } else {
-    // The workers start on the first files while the walk looks for the rest. "*.ts" matches
-    // in every folder, as grep --include does; "src/**/*.ts" matches paths. The pattern is
-    // checked before the walk starts, so a bad one throws before any worker is busy.
-    let batch: FoundFile[] = [];
-    const onFound = (file: FoundFile) => {
-      if (options.leaveOut?.(file)) return;
-      files.push(file);
-      batch.push(file);
-      if (batch.length === BATCH) {
-        search.add(batch);
-        batch = [];
-      }
-    };
-    unreadable = findFiles(include, target, { baseNameMatch: true, onFound }).unreadable;
-    search.add(batch);
-  }
-  const found = await search.finish();
-  const order = files.map((_, i) => i).sort((a, b) => byName(files[a].shown, files[b].shown));
-  return {
-    files: order.map((i) => files[i]),
-    results: order.map((i) => found.results[i]),
-    searched: order.map((i) => found.searched[i]),
-    stuckIn: found.stuckIn.map((i) => order.indexOf(i)),
-    timedOut: found.timedOut,
-    unreadable,
-  };
-}
-
-// The search runs in worker threads because a pattern with nested repetition, like (a+)+$,
-// can take years on one unlucky line, and a running RegExp cannot be interrupted on the main
-// thread. A worker can be terminated. The walk hands the files over in batches as it finds
-// them, and every worker gets every batch: the workers take the next file of a batch from a
-// counter they share, so a large file does not hold up the others, and mark each file done in
-// shared memory: that costs nothing, and when time runs out we know exactly which files were
-// searched. Only a file with matches (or one skipped) sends a message. Starting a worker takes
-// longer than many a search, so workers wait for the next search when they finish; one
-// stopped at the time limit is gone, and a new one takes its place. Plain JavaScript in a
-// string (eval: true) needs no TypeScript loader in the worker.
-//
-// Each file is searched whole, not line by line: one pass of the regular expression over the
-// text finds the lines worth a look, and each of those is tested again on its own, so the
-// answers are exactly those of a line-by-line search. That holds when no match can reach over
-// a line break or look past its line, so the whole text is searched with a pattern that cannot
-// (see wholeTextPattern); a pattern with a lookaround is searched line by line. And when a
-// pattern can match only ASCII characters, the bytes are read as latin1, one character per
-// byte, which is many times faster than decoding UTF-8 and finds
-// the same lines; only the lines shown are decoded. Plain text that every match must hold
-// (function in function\s+\w+) is looked for in the bytes first (Buffer.indexOf): a file
-// without it is done without decoding at all. And a pattern that is nothing but plain text is
-// searched in the bytes alone: UTF-8 text holds a word exactly where its bytes hold the word's
-// bytes, so only the lines shown are ever decoded.
-const SEARCH_WORKER = `
-const { parentPort } = require("node:worker_threads");
-const { isAscii } = require("node:buffer");
-const { closeSync, constants, openSync, readSync } = require("node:fs");
-let buffer = Buffer.alloc(65536);
-let task, onLine, inWhole, needle;
-
-parentPort.on("message", (message) => {
-  if (message.type === "search") {
-    task = message;
-    onLine = new RegExp(task.pattern);
-    inWhole = task.whole === undefined ? undefined : new RegExp(task.whole, "gm");
-    needle = task.text === undefined ? undefined : Buffer.from(task.text);
-  } else if (message.type === "batch") {
-    const { files, names, next, done, number, offset } = message;
-    for (let index = Atomics.add(next, 0, 1); index < files.length; index = Atomics.add(next, 0, 1)) {
-      Atomics.store(task.current, 2 * task.slot, number);
-      Atomics.store(task.current, 2 * task.slot + 1, index);
-      const result = searchFile(files[index], names[index]);
-      if (result) parentPort.postMessage([offset + index, result]);
-      Atomics.store(done, index, 1);
-    }
-    Atomics.store(task.current, 2 * task.slot, -1);
-  } else {
-    // "end": there are no more files for this search.
-    if (buffer.length > 1 << 20) buffer = Buffer.alloc(65536); // a waiting worker keeps little
-    parentPort.postMessage("finished");
-  }
-});
-
-function searchFile(file, name) {
-  let bytes;
-  try {
-    bytes = readFile(file);
-  } catch (error) {
-    return { unreadable: error.code || error.message };
-  }
-  if (bytes === undefined) return { skipped: "over 10 MB" };
-  const nul = bytes.indexOf(0);
-  if (nul !== -1 && nul < 8192) return { skipped: "binary" };
-  if (needle && bytes.indexOf(needle) === -1) return undefined;
-  const found = task.plain ? searchBytes(bytes, name) : inWhole ? searchWhole(bytes, name) : searchLines(bytes.toString("utf8"), name);
-  return found.count > 0 ? found : undefined;
-}
-
-// The walk lists only regular files, but one may have been replaced since. The file is opened
-// without waiting (a FIFO there cannot hang the search) and without following a symlink put
-// there, and read to its end but never past the size limit (a device there cannot fill memory).
-// undefined: over the limit.
-function readFile(file) {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  try {
-    let length = 0;
-    while (true) {
-      if (length === buffer.length) {
-        if (length > task.maxBytes) return undefined;
-        const larger = Buffer.allocUnsafe(Math.min(buffer.length * 4, task.maxBytes + 1));
-        buffer.copy(larger);
-        buffer = larger;
-      }
-      const read = readSync(fd, buffer, length, buffer.length - length, null);
-      if (read === 0) return buffer.subarray(0, length);
-      length += read;
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function searchWhole(bytes, name) {
-  const text = bytes.toString(task.latin1 ? "latin1" : "utf8");
-  const decodeLines = task.latin1 && !isAscii(bytes); // latin1 text of UTF-8 bytes: decode the lines shown
-  const found = { count: 0, lines: [] };
-  let lineNumber = 1;
-  let counted = 0;
-  inWhole.lastIndex = 0;
-  for (let match = inWhole.exec(text); match; match = inWhole.exec(text)) {
-    const start = match.index === 0 ? 0 : text.lastIndexOf("\\n", match.index - 1) + 1;
-    if (start === text.length) break; // after the final line break: no line there
-    let end = text.indexOf("\\n", match.index);
-    if (end === -1) end = text.length;
-    const line = withoutCR(decodeLines ? bytes.toString("utf8", start, end) : text.slice(start, end));
-    if (onLine.test(line)) {
-      found.count += 1;
-      if (task.mode === "files_with_matches") break;
-      if (task.mode === "content" && found.lines.length < task.maxResults) {
-        for (let at = text.indexOf("\\n", counted); at !== -1 && at < start; at = text.indexOf("\\n", at + 1)) lineNumber += 1;
-        counted = start;
-        found.lines.push(shown(name, lineNumber, line));
-      }
-    }
-    inWhole.lastIndex = end + 1;
-  }
-  return found;
-}
-
-function searchBytes(bytes, name) {
-  const found = { count: 0, lines: [] };
-  let lineNumber = 1;
-  let counted = 0;
-  for (let at = bytes.indexOf(needle); at !== -1; ) {
-    const start = at === 0 ? 0 : bytes.lastIndexOf(10, at - 1) + 1;
-    let end = bytes.indexOf(10, at);
-    if (end === -1) end = bytes.length;
-    found.count += 1;
-    if (task.mode === "files_with_matches") break;
-    if (task.mode === "content" && found.lines.length < task.maxResults) {
-      for (let nl = bytes.indexOf(10, counted); nl !== -1 && nl < start; nl = bytes.indexOf(10, nl + 1)) lineNumber += 1;
-      counted = start;
-      found.lines.push(shown(name, lineNumber, withoutCR(bytes.toString("utf8", start, end))));
-    }
-    at = bytes.indexOf(needle, end + 1); // a line counts once, however often it holds the text
-  }
-  return found;
-}
-
-function searchLines(text, name) {
-  const found = { count: 0, lines: [] };
-  const lines = text.split("\\n");
-  if (lines[lines.length - 1] === "") lines.pop(); // a final line break ends a line, it does not start one
-  for (let index = 0; index < lines.length; index++) {
-    const line = withoutCR(lines[index]);
-    if (!onLine.test(line)) continue;
-    found.count += 1;
-    if (task.mode === "files_with_matches") break;
-    if (task.mode === "content" && found.lines.length < task.maxResults) found.lines.push(shown(name, index + 1, line));
-  }
-  return found;
-}
-
-function withoutCR(line) {
-  return line.endsWith("\\r") ? line.slice(0, -1) : line;
-}
-
-function shown(name, number, line) {
-  const text = line.length > task.maxLine ? line.slice(0, task.maxLine) + " [line cut at " + task.maxLine + " characters]" : line;
-  return name + ":" + number + ": " + text;
-}`;
-
-/** Workers waiting for the next search. */
-const idleWorkers: Worker[] = [];
-
-/**
- * A search in worker threads that takes its files a batch at a time: `add` hands a batch
- * over, `finish` says there are no more and waits for the answer, in the order the files were
- * added. The time limit counts from the first batch. One worker searches while the walk goes
- * on, since the walk keeps a core busy too; when it is done, another joins for every
- * filesPerWorker files, up to one per core, and they share what is left.
- */
-function startSearch(pattern: string, mode: string, maxResults: number) {
-  const most = Math.min(availableParallelism(), 4);
-  const whole = wholeTextPattern(pattern);
-  const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
-  const text = requiredText(pattern);
-  const plain = text === pattern && !/[\x00-\x1f]/.test(pattern); // a line break in it could never match a line
-  // Shared with the workers: the batch and the file each worker is in, -1 when none.
-  const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
-  const task = { type: "search", pattern, whole, latin1, text, plain, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
-  const batches: { offset: number; done: Uint8Array; message: object }[] = [];
-  const results: (FileResult | undefined)[] = [];
-  const workers: Worker[] = [];
-  const busy = new Set<Worker>();
-  let total = 0;
-  let timedOut = false;
-  let failure: Error | undefined;
-  let whenThrough = () => {};
-  let timer: NodeJS.Timeout | undefined;
-
-  const startWorker = () => {
-    timer ??= setTimeout(() => {
-      timedOut = true;
-      busy.forEach((worker) => void worker.terminate());
-    }, GREP_LIMITS.milliseconds);
-    const worker = idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true });
-    // A worker is through with this search when it says "finished", or when it has ended
-    // ("exit" comes after every message it sent, whether it finished or was stopped).
-    const through = (again: boolean) => {
-      if (!busy.delete(worker)) return;
-      worker.off("message", onMessage).off("exit", onExit).off("error", onError);
-      if (again && !timedOut) {
-        worker.unref(); // a waiting worker does not keep the program running
-        idleWorkers.push(worker);
-      }
-      if (busy.size === 0) whenThrough();
-    };
-    const onMessage = (message: "finished" | [number, FileResult]) => {
-      if (message === "finished") through(true);
-      else results[message[0]] = message[1];
-    };
-    const onExit = () => through(false);
-    const onError = (error: Error) => {
-      failure = error;
-      busy.forEach((other) => void other.terminate());
-    };
-    worker.on("message", onMessage).on("exit", onExit).on("error", onError);
-    worker.ref();
-    worker.postMessage({ ...task, slot: workers.length });
-    workers.push(worker);
-    busy.add(worker);
-    for (const batch of batches) worker.postMessage(batch.message); // it helps with what is left
-  };
-
-  return {
-    add(files: FoundFile[]) {
-      if (files.length === 0 || timedOut) return;
-      const done = new Uint8Array(new SharedArrayBuffer(files.length));
-      const message = {
-        type: "batch", number: batches.length, offset: total, done, next: new Int32Array(new SharedArrayBuffer(4)),
-        files: files.map((file) => file.full), names: files.map((file) => file.shown),
-      };
-      batches.push({ offset: total, done, message });
-      total += files.length;
-      for (const worker of busy) worker.postMessage(message);
-      if (workers.length === 0) startWorker();
-    },
-    finish(): Promise<{ results: (FileResult | undefined)[]; searched: boolean[]; stuckIn: number[]; timedOut: boolean }> {
-      return new Promise((resolve, reject) => {
-        whenThrough = () => {
-          clearTimeout(timer);
-          if (failure) return reject(new Error(`the search failed: ${failure.message}`));
-          const searched = batches.flatMap(({ offset, done }) => [...done].map((flag, i) => flag === 1 || results[offset + i] !== undefined));
-          const stuckIn = workers.flatMap((_, slot) => {
-            const [batch, index] = [current[2 * slot], current[2 * slot + 1]];
-            return batch >= 0 && !searched[batches[batch].offset + index] ? [batches[batch].offset + index] : [];
-          });
-          resolve({ results: Array.from({ length: total }, (_, i) => results[i]), searched, stuckIn, timedOut });
-        };
-        if (busy.size === 0) return whenThrough(); // nothing was added, or every worker has stopped
-        while (!timedOut && workers.length < most && total > GREP_LIMITS.filesPerWorker * workers.length) startWorker();
-        for (const worker of busy) worker.postMessage({ type: "end" });
-      });
-    },
-  };
-}
-
-/**
- * The pattern to search a whole text with, or undefined when only a line-by-line search can
- * be trusted. No match of it may reach over a line break, so what could match one is kept
- * from it: \s, \W and \D become [^\S\n], [^\w\n] and [^\d\n], and [^x] becomes [^x\n]. A line
- * has no line break, so it matches exactly as before. A lookaround (it may look past its line),
- * an escape that could stand for a line break (\n, \x0a, \u000a), and \s, \W or \D inside a
- * [...] leave the pattern to the line-by-line search.
- */
-function wholeTextPattern(pattern: string): string | undefined {
-  if (/[\x00-\x1f]|\(\?<?[=!]/.test(pattern)) return undefined;
-  const withoutBreak: Record<string, string> = { "\\s": "[^\\S\\n]", "\\W": "[^\\w\\n]", "\\D": "[^\\d\\n]" };
-  let whole = "";
-  let inClass: "" | "[" | "[^" = "";
-  for (let i = 0; i < pattern.length; i++) {
-    if (pattern[i] === "\\") {
-      const escape = pattern.slice(i, i + 2);
-      i += 1;
-      if (/^\\[bBdwStvf\\^$.*+?()[\]{}|/-]$/.test(escape)) whole += escape; // never a line break
-      else if (escape in withoutBreak && inClass === "") whole += withoutBreak[escape];
-      else if (escape in withoutBreak && inClass === "[^") whole += escape; // [^\s] is no break either
-      else return undefined;
-    } else if (inClass !== "" && pattern[i] === "]") {
-      whole += inClass === "[^" ? "\\n]" : "]";
-      inClass = "";
-    } else if (inClass === "" && pattern[i] === "[") {
-      inClass = pattern[i + 1] === "^" ? "[^" : "[";
-      whole += inClass;
-      i += inClass.length - 1;
-    } else whole += pattern[i];
-  }
-  return whole;
-}
-
-/**
- * Plain text that every match of `pattern` holds, or undefined. With a | or a group, which
- * may leave any part out, or {n,m}, none is sought. Otherwise it is the longest run of plain
- * characters: [...] and escapes stand for one of several characters, so they end a run; so
- * do . ^ $ and +, and a ? or * takes away the character before it. (U+FFFD may stand for
- * bytes that are not UTF-8, so a pattern with it has none.)
- */
-function requiredText(pattern: string): string | undefined {
-  if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
-  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\[\s\S]/; // [...], or \ and the character after it
-  const notPlain = /[\s\S]?[?*]|[.^$+]/; // a character with ? or * after it; . ^ $ +
-  let longest = "";
-  for (const piece of pattern.split(oneOfSeveral)) {
-    for (const run of piece.split(notPlain)) if (run.length > longest.length) longest = run;
-  }
-  return longest || undefined;
-}
-
-/** Whether `pattern` can match only ASCII characters: then every match is the same in the bytes read as latin1. */
-function matchesOnlyAscii(pattern: string): boolean {
-  const rest = pattern.replace(/\\[bBdwtvfnr\\^$.*+?()[\]{}|/-]/g, "");
-  return /^[\x20-\x7e]*$/.test(pattern) && !/[.\\]|\[\^/.test(rest);
-}
-// #endregion search
-
 // #region grep
 // Search is how the model finds the part worth reading, in the project or in a saved result,
 // and it pages its answer as read_file pages lines. The files come from s03's walk (what a
@@ -1339,7 +636,7 @@ const grepTool = defineTool({
     }
     // Each file keeps as many lines as the page could need; every match is counted.
     const maxResults = limit === 0 ? Infinity : offset + limit;
-    const search = await searchFiles(given, String(params.glob ?? "**/*"), pattern, { mode, maxResults, leaveOut: (file) => inAgentFolder(file.shown, given) });
+    const search = await searchFiles(realpathSync(workspace()), safePath(given), given, String(params.glob ?? "**/*"), pattern, { mode, maxResults, leaveOut: (file) => inAgentFolder(file.shown, given) });
     const [files, found] = [search.files, search.results];
     const unit = mode === "content" ? "matching lines" : "files";
     const total = found.reduce((sum, result) => sum + (result?.count ? (mode === "content" ? result.count : 1) : 0), 0);
@@ -1375,298 +672,8 @@ function inAgentFolder(shown: string, given: string): boolean {
 }
 // #endregion grep
 
-// #region walk
-// Searches never look into the repository's internals or installed packages, nor into what
-// .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
-const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
-const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
-
-type FoundFile = { shown: string; full: string };
-/** What a walk found: the files, and the folders it could not read (their files are not in the list). */
-type Walk = { files: FoundFile[]; unreadable: string[] };
-/**
- * The .gitignore rules in force in a folder: one entry per folder on the way down that has a
- * .gitignore. `byName`: none of its rules has a / before its end (`dist/`, `*.log`), so each
- * may match at any depth and asking about an entry's name is enough. The library keeps every
- * answer it gave, so a name that comes up in folder after folder (src/, index.ts) is worked
- * out once.
- */
-type Rules = { base: string; rules: Ignore; byName: boolean }[];
-
-/**
- * The files under `folder` that match a glob pattern, named relative to the workspace.
- * `baseNameMatch`: a pattern with no / is matched against the file's name, in every folder.
- * `onFound` hears of each file as the walk finds it, so a search can start before the walk ends.
- */
-function findFiles(pattern: string, folder: string, options: { baseNameMatch?: boolean; onFound?: (file: FoundFile) => void } = {}): Walk {
-  if (path.isAbsolute(pattern) || pattern.split("/").includes("..")) {
-    throw new Error(`the pattern ${pattern} must stay inside the folder searched: no absolute paths or ".." parts`);
-  }
-  const matches = globMatcher(pattern.replace(/^(\.\/)+/, ""));
-  const nameOnly = options.baseNameMatch && !pattern.includes("/");
-  return walkFiles(folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative), options.onFound);
-}
-
-/**
- * The files under `folder` whose path from `folder` is `wanted`, in one pass over the folders.
- * Nothing is read twice or in vain: a skipped or ignored folder is never opened, each
- * folder's .gitignore is read once, as the walk enters it, and no file is stat'ed (the
- * folder's listing says what each entry is). Only regular files are listed: a symlink is
- * neither followed nor listed, so a link inside the workspace can never carry a search out of
- * it, and a FIFO or a device is never opened.
- */
-function walkFiles(folder: string, wanted: (relative: string) => boolean, onFound?: (file: FoundFile) => void): Walk {
-  const root = realpathSync(workspace());
-  const found: Walk = { files: [], unreadable: [] };
-  const start = relativeName(root, folder);
-  const above = start === "." ? [] : start.split("/");
-  // The .gitignore files of the folders above `folder` have their say too, from the top down.
-  let rules: Rules = [];
-  for (let depth = 0; depth < above.length; depth++) {
-    const base = above.slice(0, depth).join("/");
-    const file = path.join(root, base, ".gitignore");
-    if (existsSync(file) && statSync(file).isFile()) rules = [...rules, gitignore(base, readFileSync(file, "utf8"))];
-    if (ignoredBy(rules, `${above.slice(0, depth + 1).join("/")}/`, `${above[depth]}/`)) return found;
-  }
-
-  const visit = (full: string, shown: string, inFolder: string, rules: Rules) => {
-    const listing = listFolder(full, shown, rules);
-    if (!listing) return void found.unreadable.push(shown || ".");
-    for (const entry of listing.entries) {
-      const name = shown ? `${shown}/${entry.name}` : entry.name;
-      const relative = inFolder ? `${inFolder}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) {
-        if (!ALWAYS_SKIPPED.has(entry.name) && !ignoredBy(listing.rules, `${name}/`, `${entry.name}/`)) visit(`${full}/${entry.name}`, name, relative, listing.rules);
-      } else if (entry.isFile() && !ignoredBy(listing.rules, name, entry.name) && wanted(relative)) {
-        const file = { shown: name, full: `${full}/${entry.name}` };
-        found.files.push(file);
-        onFound?.(file);
-      }
-    }
-  };
-  visit(folder, above.join("/"), "", rules);
-  return found;
-}
-
-/** A folder's entries and the rules in force inside it, or undefined if it cannot be read. */
-function listFolder(full: string, shown: string, rules: Rules) {
-  try {
-    const entries = readdirSync(full, { withFileTypes: true });
-    // A .gitignore that cannot be read leaves its whole folder out: what it hides stays hidden.
-    if (entries.some((entry) => entry.name === ".gitignore" && entry.isFile())) {
-      rules = [...rules, gitignore(shown, readFileSync(`${full}/.gitignore`, "utf8"))];
-    }
-    return { entries, rules };
-  } catch {
-    return undefined;
-  }
-}
-
-function gitignore(base: string, text: string): Rules[number] {
-  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "" && !line.startsWith("#"));
-  return { base, rules: ignore().add(text), byName: lines.every((line) => !line.trimEnd().replace(/\/$/, "").includes("/")) };
-}
-
-/**
- * Whether .gitignore leaves a path out (a folder's path ends in /). The .gitignore of each
- * folder on the way down is asked, and a deeper one has the last word (a `!keep.log` there
- * brings back what `*.log` above left out), as in git.
- */
-function ignoredBy(levels: Rules, relative: string, name: string): boolean {
-  let ignored = false;
-  for (const level of levels) {
-    const verdict = verdictOf(level.rules, level.byName ? name : level.base ? relative.slice(level.base.length + 1) : relative);
-    if (verdict !== undefined) ignored = verdict;
-  }
-  return ignored;
-}
-
-/** true: ignored, false: brought back by a `!` rule, undefined: no rule says. */
-function verdictOf(rules: Ignore, relative: string): boolean | undefined {
-  const { ignored, unignored } = rules.test(relative);
-  return ignored ? true : unignored ? false : undefined;
-}
-
-/**
- * A glob as a test of a path: `*` any characters but /, `?` one, `[a-z]` one of (`[!a-z]`
- * none of), `**` any number of folders, `{a,b}` either, `{1..3}` or `{a..c}` a range, `\*` a
- * star. The braces are expanded first, into the patterns they stand for; a glob that would
- * stand for more than MAX_PATTERNS is refused before its list grows past that (`{a,b}`
- * twenty times stands for a million, and so does `{1..1000}{1..1000}`). Each pattern is then
- * matched without a regular expression, in time that grows with the path times the pattern:
- * a regular expression for `*a*a*a*a*b` backtracks for minutes on a long enough name.
- */
-function globMatcher(glob: string): (relative: string) => boolean {
-  const patterns = expandBraces(glob, braceEnds(glob), 0, glob.length).map((pattern) =>
-    pattern.split("/").map((part) => (part === "**" ? GLOBSTAR : partTokens(part, glob))),
-  );
-  // "**/*.ts", the usual form, asks only about a file's name: whatever folders it is in, the
-  // ** takes them. Asking the name alone makes a walk of 20,000 files a third faster.
-  if (patterns.every((pattern) => pattern.length === 2 && pattern[0] === GLOBSTAR && pattern[1] !== GLOBSTAR)) {
-    const names = patterns.map((pattern) => pattern[1] as Token[]);
-    return (relative) => {
-      const name = relative.slice(relative.lastIndexOf("/") + 1);
-      return names.some((tokens) => matchPart(tokens, name));
-    };
-  }
-  return (relative) => {
-    const parts = relative.split("/");
-    return patterns.some((pattern) => wildcardMatch(pattern, parts, matchSegment));
-  };
-}
-
-/** The patterns glob[from, to) stands for, with its braces expanded (escapes are kept for partTokens). */
-function expandBraces(glob: string, ends: number[], from: number, to: number): string[] {
-  let patterns = [""];
-  for (let i = from; i < to; i++) {
-    const group = glob[i] === "{" && ends[i] >= 0 && ends[i] < to ? braceAlternatives(glob, ends, i) : undefined;
-    if (group) {
-      if (patterns.length * group.length > MAX_PATTERNS) throw tooManyPatterns(glob);
-      patterns = patterns.flatMap((pattern) => group.map((alternative) => pattern + alternative));
-      i = ends[i];
-    } else {
-      // An escaped character (\* or \{) keeps its \, for partTokens to read.
-      const char = glob[i] === "\\" && i + 1 < to ? glob[i] + glob[++i] : glob[i];
-      patterns = patterns.map((pattern) => pattern + char);
-    }
-  }
-  return patterns;
-}
-
-/** What `{a,b}` or `{1..3}` at `open` stands for, or undefined when its braces are only characters (`{a}`). */
-function braceAlternatives(glob: string, ends: number[], open: number): string[] | undefined {
-  const close = ends[open];
-  const range = /^(-?\d+)\.\.(-?\d+)$|^([a-zA-Z])\.\.([a-zA-Z])$/.exec(glob.slice(open + 1, close));
-  if (range) {
-    // Counted before it is listed: {1..100000000} is refused, not made.
-    const [first, last] = range[1] !== undefined ? [range[1], range[2]] : [range[3], range[4]];
-    const [from, to] = range[1] !== undefined ? [Number(first), Number(last)] : [first.charCodeAt(0), last.charCodeAt(0)];
-    if (Math.abs(to - from) + 1 > MAX_PATTERNS) throw tooManyPatterns(glob);
-    const width = /^-?0\d/.test(first) || /^-?0\d/.test(last) ? Math.max(first.length, last.length) : 0;
-    const step = to >= from ? 1 : -1;
-    return Array.from({ length: Math.abs(to - from) + 1 }, (_, k) =>
-      range[1] !== undefined ? String(from + k * step).padStart(width, "0") : String.fromCharCode(from + k * step),
-    );
-  }
-  const commas: number[] = [];
-  for (let i = open + 1; i < close; i++) {
-    if (glob[i] === "\\") i++;
-    else if (glob[i] === "{" && ends[i] >= 0) i = ends[i]; // a nested group's commas are its own
-    else if (glob[i] === ",") commas.push(i);
-  }
-  if (commas.length === 0) return undefined;
-  const bounds = [open, ...commas, close];
-  const alternatives: string[] = [];
-  for (let b = 0; b + 1 < bounds.length; b++) {
-    alternatives.push(...expandBraces(glob, ends, bounds[b] + 1, bounds[b + 1]));
-    if (alternatives.length > MAX_PATTERNS) throw tooManyPatterns(glob);
-  }
-  return alternatives;
-}
-
-/** Where each `{` closes (-1: never), found in one pass, so unclosed braces cost no more than their length. */
-function braceEnds(glob: string): number[] {
-  const ends = new Array<number>(glob.length).fill(-1);
-  const open: number[] = [];
-  for (let i = 0; i < glob.length; i++) {
-    if (glob[i] === "\\") i++;
-    else if (glob[i] === "{") open.push(i);
-    else if (glob[i] === "}" && open.length > 0) ends[open.pop()!] = i;
-  }
-  return ends;
-}
-
-// A part of a pattern (between slashes) as tokens: a character, ANY (?), STAR (*) or a class.
-const GLOBSTAR = "**";
-const STAR = Symbol("*");
-const ANY = Symbol("?");
-type Token = string | typeof STAR | typeof ANY | RegExp;
-
-function partTokens(part: string, glob: string): Token[] {
-  const tokens: Token[] = [];
-  for (let i = 0; i < part.length; i++) {
-    const close = part[i] === "[" ? part.indexOf("]", i + 2) : -1; // in `[]a]` the first ] is a member
-    if (part[i] === "*") tokens.push(STAR);
-    else if (part[i] === "?") tokens.push(ANY);
-    else if (close > 0) {
-      const inside = part.slice(i + 1, close).replace(/[\\\][]/g, "\\$&").replace(/^!/, "^");
-      try {
-        tokens.push(new RegExp(`^[${inside}]$`)); // one character: nothing to backtrack
-      } catch (error) {
-        throw new Error(`${glob} is not a valid glob: ${(error as Error).message}`);
-      }
-      i = close;
-    } else tokens.push(part[i] === "\\" && i + 1 < part.length ? part[++i] : part[i]);
-  }
-  return tokens;
-}
-
-// Outside wildcardMatch on purpose: tsx keeps function names, so a named arrow function costs
-// a property write each time it is made, and wildcardMatch runs for every file of a walk.
-const isWildcard = (token: unknown) => token === STAR || token === GLOBSTAR;
-const matchPart = (tokens: Token[], name: string) =>
-  wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
-const matchSegment = (segment: typeof GLOBSTAR | Token[], part: string) => segment !== GLOBSTAR && matchPart(segment, part);
-
-/**
- * The classic wildcard match, used twice: for the characters of a name (STAR: any run of
- * them) and for the parts of a path (GLOBSTAR: any run of folders). When a step fails, it
- * goes back only to the last wildcard and lets it take one more item; all that can be tried
- * is tried, without the exponential search a backtracking regular expression may make.
- */
-function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (token: T, item: U) => boolean): boolean {
-  let t = 0;
-  let i = 0;
-  let lastWildcard = -1;
-  let resumeAt = 0;
-  while (i < items.length) {
-    if (t === pattern.length - 1 && isWildcard(pattern[t])) return true; // a wildcard at the end takes the rest
-    if (t < pattern.length && isWildcard(pattern[t])) {
-      lastWildcard = t++;
-      resumeAt = i;
-    } else if (t < pattern.length && matchesOne(pattern[t], items[i])) {
-      t++;
-      i++;
-    } else if (lastWildcard >= 0) {
-      t = lastWildcard + 1;
-      i = ++resumeAt;
-    } else return false;
-  }
-  while (t < pattern.length && isWildcard(pattern[t])) t++;
-  return t === pattern.length;
-}
-
-const tooManyPatterns = (glob: string) =>
-  new Error(
-    `the pattern ${glob} stands for more than ${MAX_PATTERNS} patterns once its braces are expanded ({a,b} doubles the count, {1..100} multiplies it by 100); nothing was searched. Use fewer braces, or * and ? instead`,
-  );
-
-/** A folder the model named, inside the workspace, or a clear error. */
-function safeFolder(given: string): string {
-  const folder = safePath(given);
-  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
-  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
-  return folder;
-}
-
-const relativeName = (root: string, full: string) => path.relative(root, full).split(path.sep).join("/") || ".";
-// Plain code-unit order, not localeCompare: the same on every machine and in every locale.
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** A note naming what could not be read, or nothing when all was read. */
-function unreadableNote(what: "file" | "folder", names: string[]): string[] {
-  if (names.length === 0) return [];
-  const listed = [...names].sort(byName).slice(0, 10).join(", ") + (names.length > 10 ? ` and ${names.length - 10} more` : "");
-  return [`[could not read ${names.length} ${what}(s), so ${names.length === 1 ? "it was" : "they were"} skipped: ${listed}]`];
-}
-// #endregion walk
-
 // #region glob
 const MAX_PATHS = 100; // paths glob and ls show
-
-// Left out or null: the default, as optionalInteger treats them.
-const optionalString = (input: Record<string, unknown>, name: string, fallback: string) =>
-  input[name] === undefined || input[name] === null ? fallback : requireString(input, name);
 
 /** At most `max` lines, and how many of `total` were left out. */
 function capped(lines: string[], max: number, total = lines.length): string {
@@ -1677,7 +684,7 @@ function capped(lines: string[], max: number, total = lines.length): string {
 function glob(input: Record<string, unknown>): string {
   const pattern = requireString(input, "pattern");
   const given = optionalString(input, "path", ".");
-  const { files, unreadable } = findFiles(pattern, safeFolder(given));
+  const { files, unreadable } = findFiles(realpathSync(workspace()), pattern, safeFolder(given));
   // Newest first: the files being worked on are usually the ones wanted. Ties go by path.
   // Only the files that matched are stat'ed; one removed since the walk is left out. A plain
   // loop with one small object per file: a tree of 20,000 files makes every copy count.
@@ -1693,6 +700,14 @@ function glob(input: Record<string, unknown>): string {
   const newest = dated.filter((file) => file.mtime >= cutoff).sort((a, b) => b.mtime - a.mtime || byName(a.shown, b.shown));
   const listing = dated.length > 0 ? capped(newest.map((file) => file.shown), MAX_PATHS, dated.length) : `No files match ${pattern} in ${given}`;
   return [listing, ...unreadableNote("folder", unreadable)].join("\n");
+}
+
+/** A folder the model named, inside the workspace, or a clear error. */
+function safeFolder(given: string): string {
+  const folder = safePath(given);
+  if (!existsSync(folder)) throw new Error(`${given} does not exist`);
+  if (!statSync(folder).isDirectory()) throw new Error(`${given} is a file, not a folder`);
+  return folder;
 }
 // #endregion glob
 
@@ -1795,20 +810,12 @@ const askUserTool = defineTool({
     }
   },
 });
-
-// s05's handlers check their own input, as a dispatch map's handlers must.
-function requireString(input: Record<string, unknown>, name: string): string {
-  const value = input[name];
-  if (typeof value !== "string") throw new Error(`"${name}" must be a string`);
-  return value;
-}
 // #endregion part-one
 
 // #region web-fetch
 const FETCH_TIMEOUT = 30; // seconds for the whole fetch: every redirect, the body and its conversion included
 const MAX_FETCH_TIMEOUT = 120;
 const MAX_REDIRECTS = 5;
-const MAX_BODY_BYTES = 10 * 1024 * 1024; // counted as the bytes arrive, after decompression, so an endless page is cut off
 const MAX_PAGE_TEXT = 10_000; // characters of one page the model gets
 
 async function webFetch(input: Record<string, unknown>): Promise<string> {
@@ -1903,6 +910,7 @@ async function readResponse(response: http.IncomingMessage, url: URL, redirected
     if (status >= 400) throw new Error(`HTTP ${status} ${response.statusMessage} from ${url} (${what})`);
     return `${url} is ${what}; web_fetch returns text only, so its content is not shown.`;
   }
+  // Decompressed as the server says, counted as it arrives, cut at 10 MB (lib/machinery/http-body.ts).
   const { bytes, complete } = await readBody(response);
   const body = decode(bytes, type);
   const text = mime.includes("html") ? await htmlToText(body, signal) : body;
@@ -1913,164 +921,17 @@ async function readResponse(response: http.IncomingMessage, url: URL, redirected
   return capText(text, complete) + (redirected ? `\n\n(after redirects, this page is ${url})` : "");
 }
 
-// The compressions the request asks for. Lenient at the end, as browsers are: an empty or
-// cut-short body gives what arrived; a body that is not what it claims to be is an error.
-const DECOMPRESSORS: Record<string, () => Transform> = {
-  gzip: () => zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
-  "x-gzip": () => zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
-  deflate: () => zlib.createInflate({ finishFlush: zlib.constants.Z_SYNC_FLUSH }),
-  br: () => zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH }),
-};
-
-/**
- * The body, decompressed as the server says it is, at most MAX_BODY_BYTES. The bytes are
- * counted after decompression and as they come out of it: a few kilobytes of gzip can stand
- * for gigabytes, and a page that never ends is cut off rather than buffered.
- */
-async function readBody(response: http.IncomingMessage): Promise<{ bytes: Buffer; complete: boolean }> {
-  const encoding = response.headers["content-encoding"]?.trim().toLowerCase() || "identity";
-  if (encoding !== "identity" && !Object.hasOwn(DECOMPRESSORS, encoding)) {
-    response.destroy();
-    throw new Error(`the server sent the body encoded as "${encoding}", which web_fetch cannot decode (it asks for gzip, deflate or br)`);
-  }
-  const body = encoding === "identity" ? response : pipeline(response, DECOMPRESSORS[encoding](), () => {});
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      // Leaving the loop destroys the stream and, through the pipeline, the response: the connection closes.
-      if (size > MAX_BODY_BYTES) return { bytes: Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES), complete: false };
-    }
-  } catch (error) {
-    // zlib names its own errors (Z_DATA_ERROR; ERR__ERROR_... for brotli); a network error is passed on as it is.
-    if (/^(Z_|ERR__ERROR)/.test((error as { code?: string }).code ?? "")) {
-      throw new Error(`the body could not be decoded as ${encoding}: ${(error as Error).message}`);
-    }
-    throw error;
-  }
-  return { bytes: Buffer.concat(chunks), complete: true };
-}
-
-function decode(bytes: Buffer, contentType: string): string {
-  const charset = /charset="?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
-  try {
-    return new TextDecoder(charset).decode(bytes);
-  } catch {
-    return bytes.toString("utf8"); // a charset name TextDecoder does not know
-  }
-}
-
 function capText(text: string, complete: boolean): string {
   if (text.length <= MAX_PAGE_TEXT && complete) return text;
   const cutBody = complete ? "" : "; the body was cut off at 10 MB";
   return `${text.slice(0, MAX_PAGE_TEXT)}\n... [web_fetch shows ${Math.min(text.length, MAX_PAGE_TEXT)} of ${text.length} characters${cutBody}]`;
 }
-
-function describeBinary(mime: string, length: string | undefined): string {
-  const kind =
-    mime === "application/pdf" ? "a PDF document"
-    : mime.startsWith("image/") ? "an image"
-    : /^(audio|video)\//.test(mime) ? "audio or video"
-    : "a binary file";
-  const size = length && Number(length) >= 0 ? `${Number(length).toLocaleString("en-US")} bytes` : "size not given";
-  return `${kind} (${mime || "no content type"}, ${size})`;
-}
 // #endregion web-fetch
 
 // #region web-address
-// Refused wherever they hide: an agent that could fetch these would read the machine's own
-// services, the office network, or the cloud's instance metadata (which hands out credentials).
-// Each range is one no public web server is in (IANA's special-purpose ranges). That includes
-// the documentation ranges: they are for examples and never routed on the internet, so where
-// one does lead somewhere, it is somewhere local.
-const NOT_PUBLIC_V4 = [
-  ["0.0.0.0/8", '"this network"; 0.0.0.0 reaches this machine'],
-  ["10.0.0.0/8", "private"],
-  ["100.64.0.0/10", "carrier-grade NAT; Alibaba Cloud's metadata is 100.100.100.200"],
-  ["127.0.0.0/8", "loopback"],
-  ["169.254.0.0/16", "link-local; cloud metadata is 169.254.169.254"],
-  ["172.16.0.0/12", "private"],
-  ["192.0.0.0/24", "IETF protocol assignments"],
-  ["192.0.2.0/24", "documentation"],
-  ["192.88.99.0/24", "6to4 relays"],
-  ["192.168.0.0/16", "private"],
-  ["198.18.0.0/15", "benchmarking"],
-  ["198.51.100.0/24", "documentation"],
-  ["203.0.113.0/24", "documentation"],
-  ["224.0.0.0/4", "multicast"],
-  ["240.0.0.0/4", "reserved; 255.255.255.255 is broadcast"],
-].map(([range, what]) => ({ ...parseRange(range), what }));
-// Every public IPv6 address is in 2000::/3, so everything outside it is refused; these have
-// a name, and those inside 2000::/3 are refused as well.
-const GLOBAL_V6 = parseRange("2000::/3");
-const NOT_PUBLIC_V6 = [
-  ["::/128", "unspecified"],
-  ["::1/128", "loopback"],
-  ["64:ff9b:1::/48", "local-use NAT64: which IPv4 address it stands for is the network's own choice"],
-  ["fc00::/7", "unique local; AWS's metadata is fd00:ec2::254"],
-  ["fe80::/10", "link-local"],
-  ["ff00::/8", "multicast"],
-  ["2001::/23", "IETF protocol assignments: Teredo tunnels, benchmarking"],
-  ["2001:db8::/32", "documentation"],
-  ["3fff::/20", "documentation"],
-].map(([range, what]) => ({ ...parseRange(range), what }));
-// IPv6 addresses that carry an IPv4 address: a connection to one reaches that IPv4 address,
-// so that is the address checked. `shift`: how many bits lie right of the IPv4 address.
-const CARRIERS = [
-  { ...parseRange("::ffff:0:0/96"), shift: 0n, how: "written as IPv6" },
-  { ...parseRange("64:ff9b::/96"), shift: 0n, how: "through NAT64" },
-  { ...parseRange("2002::/16"), shift: 80n, how: "through 6to4" },
-];
-
-/** Why `address` is not on the public internet, as "in 10.0.0.0/8 (private)"; undefined when it is public. */
-function notPublic(address: string): string | undefined {
-  const number = addressNumber(address);
-  if (isIP(address) === 4) return rangeOf(number, NOT_PUBLIC_V4);
-  const carrier = CARRIERS.find((range) => inRange(number, range));
-  if (carrier) {
-    const ipv4 = (number >> carrier.shift) & 0xffffffffn;
-    const why = rangeOf(ipv4, NOT_PUBLIC_V4);
-    return why && `${dotted(ipv4)} ${carrier.how}, ${why}`;
-  }
-  return rangeOf(number, NOT_PUBLIC_V6) ?? (inRange(number, GLOBAL_V6) ? undefined : "outside 2000::/3, where every public IPv6 address is");
-}
-
-type Range = { first: bigint; bits: number; width: number; text: string };
-
-function parseRange(text: string): Range {
-  const [first, bits] = text.split("/");
-  return { first: addressNumber(first), bits: Number(bits), width: isIP(first) === 4 ? 32 : 128, text };
-}
-
-function inRange(number: bigint, range: Range): boolean {
-  const hostBits = BigInt(range.width - range.bits);
-  return number >> hostBits === range.first >> hostBits;
-}
-
-function rangeOf(number: bigint, ranges: (Range & { what: string })[]): string | undefined {
-  const range = ranges.find((candidate) => inRange(number, candidate));
-  return range && `in ${range.text} (${range.what})`;
-}
-
-/** An IP address as one number: 32 bits for IPv4, 128 for IPv6. */
-function addressNumber(address: string): bigint {
-  if (isIP(address) === 4) return address.split(".").reduce((number, byte) => (number << 8n) | BigInt(byte), 0n);
-  let text = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0) names an interface, not an address
-  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text); // ::ffff:1.2.3.4: the last two groups written as IPv4
-  if (tail) {
-    const ipv4 = addressNumber(tail[1]);
-    text = `${text.slice(0, tail.index)}${(ipv4 >> 16n).toString(16)}:${(ipv4 & 0xffffn).toString(16)}`;
-  }
-  const [head, rest] = text.split("::");
-  const groups = (part = "") => (part ? part.split(":") : []);
-  const zeros = Array<string>(8 - groups(head).length - groups(rest).length).fill("0"); // what "::" stands for
-  return [...groups(head), ...zeros, ...groups(rest)].reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
-}
-
-const dotted = (ipv4: bigint) => [24n, 16n, 8n, 0n].map((shift) => (ipv4 >> shift) & 255n).join(".");
-
+// Which addresses are not public, and why, is a table of IANA's special-purpose ranges
+// (lib/machinery/addresses.ts, notPublic). What is checked, and when, is the lesson: every
+// address the name stands for, at every hop, and then only those addresses are connected to.
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
 LOOPBACK.addAddress("::1", "ipv6");
@@ -2124,179 +985,6 @@ async function lookUp(host: string): Promise<string[]> {
   return addresses;
 }
 // #endregion web-address
-
-// #region html-to-text
-// The page is read once, left to right, as text and tags, and never built into a tree: the
-// time grows with the page's length however the tags nest, and nothing recurses. (Parsers
-// that build a tree, cheerio's among them, slow down with the square of the depth: 20,000
-// nested <div>s took seconds, a 10 MB page of them would take hours.)
-const DROPPED = new Set(["script", "style", "nav", "footer", "noscript", "svg", "template", "iframe"]);
-const BLOCKS = new Set(["address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6", "header", "li", "main", "ol", "p", "pre", "section", "table", "tr", "ul"]);
-// The marks a reader would see: "## " before a heading, "- " before a list item.
-const MARKS: Record<string, string> = { h1: "# ", h2: "## ", h3: "### ", h4: "#### ", h5: "##### ", h6: "###### ", li: "- " };
-// Their content is text up to their end tag, never tags (HTML's raw text elements).
-const RAW_TEXT = new Set(["script", "style", "noscript", "iframe", "textarea", "title"]);
-// No content and no end tag.
-const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"]);
-const TAGS_PER_LOOK = 20_000; // tags read between two looks at the clock
-
-/** HTML as a reader sees it: the title first, then one line per heading, paragraph and list item. */
-async function htmlToText(html: string, signal: AbortSignal): Promise<string> {
-  const page = new PageText();
-  let at = 0; // where the text not read yet starts
-  let tags = 0;
-  for (let lt = html.indexOf("<"); lt !== -1; lt = html.indexOf("<", Math.max(at, lt + 1))) {
-    if (!startsMarkup(html, lt)) continue; // as in "a < b": that "<" is text
-    page.text(html.slice(at, lt));
-    at = readMarkup(html, lt, page);
-    // A long page takes a while: now and then, let the fetch's time limit fire, and stop if it has.
-    if (++tags % TAGS_PER_LOOK === 0) {
-      await new Promise((resolve) => setImmediate(resolve));
-      signal.throwIfAborted();
-    }
-  }
-  page.text(html.slice(at));
-  return page.result();
-}
-
-/** "<p", "</p", "<!--", "<!doctype" and "<?xml" start markup; a "<" before anything else is text. */
-function startsMarkup(html: string, lt: number): boolean {
-  const next = html.charCodeAt(lt + 1);
-  return isLetter(next) || next === 0x21 || next === 0x2f || next === 0x3f; // ! / ?
-}
-
-const isLetter = (code: number) => (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
-
-/** Read the tag, comment or doctype at `lt` into `page`; where the text after it starts. */
-function readMarkup(html: string, lt: number, page: PageText): number {
-  const closing = html[lt + 1] === "/";
-  const nameStart = lt + (closing ? 2 : 1);
-  if (!isLetter(html.charCodeAt(nameStart))) {
-    // A comment ("<!-->" is a whole one too), a doctype, "<?xml ...?>" or "</ >": nothing to read.
-    return html.startsWith("<!--", lt) ? after(html, "-->", lt + 2) : after(html, ">", lt + 2);
-  }
-  let nameEnd = nameStart;
-  while (nameEnd < html.length && !" \t\n\r\f/>".includes(html[nameEnd])) nameEnd++;
-  const name = html.slice(nameStart, nameEnd).toLowerCase();
-  const end = endOfTag(html, nameEnd);
-  if (end === -1) return html.length; // a tag cut off by the end of the page is dropped, as a browser does
-  if (closing && name !== "br") {
-    page.close(name);
-    return end + 1;
-  }
-  if (!RAW_TEXT.has(name)) {
-    page.open(name);
-    return end + 1;
-  }
-  // A script, a style or the title: everything up to its end tag is its content.
-  const endTag = new RegExp(`</${name}`, "ig");
-  endTag.lastIndex = end + 1;
-  const close = endTag.exec(html)?.index ?? html.length;
-  page.raw(name, html.slice(end + 1, close));
-  return close === html.length ? close : after(html, ">", close);
-}
-
-/** Where the text after the next `marker` starts; the end of the page if none comes. */
-function after(html: string, marker: string, from: number): number {
-  const found = html.indexOf(marker, from);
-  return found === -1 ? html.length : found + marker.length;
-}
-
-/** The ">" that ends a tag, past any inside a quoted attribute value; -1 if the page ends first. */
-function endOfTag(html: string, from: number): number {
-  let valueNext = false; // right after "=", a quote starts a value
-  for (let i = from; i < html.length; i++) {
-    const c = html[i];
-    if (c === ">") return i;
-    if ((c === '"' || c === "'") && valueNext) {
-      i = html.indexOf(c, i + 1);
-      if (i === -1) return -1;
-    }
-    if (c === "=") valueNext = true;
-    else if (!" \t\n\r\f".includes(c)) valueNext = false;
-  }
-  return -1;
-}
-
-/** The text a reader sees, built as the text and tags arrive. */
-class PageText {
-  private parts: string[] = [];
-  private title: string | undefined;
-  // The open elements, innermost last. `counts` says how many of each name are open, so an
-  // end tag knows at once whether it closes anything; `hidden` counts the open elements that
-  // hide their content, `pre` the open <pre>s.
-  private stack: string[] = [];
-  private counts = new Map<string, number>();
-  private hidden = 0;
-  private pre = 0;
-
-  text(text: string) {
-    if (this.hidden > 0 || text === "") return;
-    text = decodeEntities(text);
-    // A line break in the HTML source is only a space, except inside <pre>.
-    this.parts.push(this.pre > 0 || !text.includes("\n") ? text : text.replace(/\n/g, " "));
-  }
-
-  raw(name: string, content: string) {
-    if (name === "title") this.title ??= decodeEntities(content).replace(/\s+/g, " ").trim();
-    else if (!DROPPED.has(name)) this.text(content); // a <textarea>'s text
-  }
-
-  open(name: string) {
-    if (this.hidden === 0 && BLOCKS.has(name)) this.parts.push("\n");
-    if (this.hidden === 0 && MARKS[name]) this.parts.push(MARKS[name]);
-    if (VOID.has(name)) return;
-    this.stack.push(name);
-    this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
-    if (DROPPED.has(name)) this.hidden++;
-    if (name === "pre") this.pre++;
-  }
-
-  /** An end tag closes its element and any still open inside it; one that matches nothing is ignored. */
-  close(name: string) {
-    if (!this.counts.get(name)) return;
-    let closed: string;
-    do {
-      closed = this.stack.pop()!;
-      this.counts.set(closed, this.counts.get(closed)! - 1);
-      if (DROPPED.has(closed)) this.hidden--;
-      if (closed === "pre") this.pre--;
-      if (this.hidden === 0 && BLOCKS.has(closed)) this.parts.push("\n");
-    } while (closed !== name);
-  }
-
-  result(): string {
-    // Layout whitespace goes, including indentation inside <pre>, and so do empty lines: the
-    // text matters here, not the look.
-    const text = this.parts
-      .join("")
-      .replace(/[^\S\n]{2,}|[^\S\n ]/g, " ") // a run of spaces, tabs and the like becomes one space
-      .replace(/ ?\n\s*/g, "\n") // spaces around a line break go, and so do empty lines
-      .trim();
-    return this.title ? `${this.title}\n\n${text}` : text;
-  }
-}
-
-// The character references pages use most; any other is left as written. HTML's Latin-1
-// names stand for U+00A0 to U+00FF, in this order.
-const LATIN1 =
-  "nbsp iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn sup2 sup3 acute micro para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest Agrave Aacute Acirc Atilde Auml Aring AElig Ccedil Egrave Eacute Ecirc Euml Igrave Iacute Icirc Iuml ETH Ntilde Ograve Oacute Ocirc Otilde Ouml times Oslash Ugrave Uacute Ucirc Uuml Yacute THORN szlig agrave aacute acirc atilde auml aring aelig ccedil egrave eacute ecirc euml igrave iacute icirc iuml eth ntilde ograve oacute ocirc otilde ouml divide oslash ugrave uacute ucirc uuml yacute thorn yuml";
-const ENTITIES: Record<string, string> = {
-  ...Object.fromEntries(LATIN1.split(" ").map((name, i) => [name, String.fromCharCode(0xa0 + i)])),
-  amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", ndash: "–", mdash: "—", lsquo: "‘", rsquo: "’", ldquo: "“", rdquo: "”",
-  hellip: "…", bull: "•", trade: "™", euro: "€", larr: "←", rarr: "→", minus: "−", le: "≤", ge: "≥", ne: "≠", thinsp: "\u2009",
-};
-
-/** `&amp;`, `&eacute;`, `&#233;` and `&#xE9;` as the characters they stand for. */
-function decodeEntities(text: string): string {
-  if (!text.includes("&")) return text;
-  return text.replace(/&(?:#(\d{1,7})|#x([\da-f]{1,6})|([a-z][a-z\d]{1,31}));/gi, (whole, decimal, hex, name) => {
-    if (name) return Object.hasOwn(ENTITIES, name) ? ENTITIES[name] : whole;
-    const code = decimal ? Number(decimal) : parseInt(hex, 16);
-    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : "\uFFFD";
-  });
-}
-// #endregion html-to-text
 
 // #region ask-user
 // The loop needs no change to wait for a person: it awaits every handler, and this one
@@ -2406,7 +1094,7 @@ function readSettings(root: string): { settings: Settings; problem?: string } {
   } catch (error) {
     return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
   }
-  const checkSettings = validator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
+  const checkSettings = jsonSchemaValidator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
   if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
   return { settings: data as Settings };
 }
@@ -2485,7 +1173,7 @@ async function toolsFromCommand(discover: string, callCommand: string): Promise<
     found.problems.push(`could not list its tools: ${(error as Error).message}`);
     return found;
   }
-  const checkDeclaration = validator().compile(DECLARATION_SCHEMA);
+  const checkDeclaration = jsonSchemaValidator().compile(DECLARATION_SCHEMA);
   for (const [i, declaration] of declarations.entries()) {
     if (!checkDeclaration(declaration)) {
       found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], "it")}`);
@@ -2511,39 +1199,15 @@ async function callCommandTool(callCommand: string, name: string, params: Params
 }
 
 /**
- * Run a command of the settings with bash in the workspace. `args` follow it as words of
- * their own ("$@"), so a tool's name is never read as shell code; `input` goes to stdin.
- * Like bash's commands it gets a mark, so a timeout or Ctrl-C ends all it started. --norc:
- * a bash whose stdin is a socket (as Node's pipes are) may read ~/.bashrc as if over ssh.
+ * Run a command of the settings with bash in the workspace, as bash's commands run (lib/
+ * machinery/processes.ts): done when it exits, even if a helper it started holds on; a time
+ * limit or Ctrl-C ends all it started. `args` follow it as words of their own ("$@"), so a
+ * tool's name is never read as shell code; `input` goes to stdin.
  */
-function runOutside(command: string, args: string[], input: string, ms: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string; code: number | null }> {
-  return new Promise((resolve, reject) => {
-    const mark = newCommandMark();
-    const child = spawn("bash", ["--norc", "-c", `${command} "$@"`, "bash", ...args], { cwd: workspace(), detached: true, env: { ...process.env, [COMMAND_MARK]: mark } });
-    if (child.pid) commandGroups.add(child.pid);
-    let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (chunk: Buffer) => void (stdout.length < MAX_FILE_BYTES && (stdout += chunk)));
-    child.stderr.on("data", (chunk: Buffer) => void (stderr = (stderr + chunk).slice(-MAX_OUTPUT)));
-    child.stdin.on("error", () => {}); // a command that never reads its input
-    child.stdin.end(input);
-    const stop = (why: string) => {
-      clearTimeout(timer);
-      endProcesses(`${mark}\0`, [child.pid!]);
-      reject(new Error(`${why}; it was ended`));
-    };
-    const timer = setTimeout(() => stop(`no answer within ${ms / 1000} s`), ms);
-    const onAbort = () => stop("cancelled by the user");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolve({ stdout, stderr, code });
-    });
-  });
+async function runOutside(command: string, args: string[], input: string, ms: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  const [stdout, stderr] = [new HeadAndTail(MAX_FILE_BYTES), new HeadAndTail(MAX_OUTPUT)];
+  const code = await runCommand(command, { cwd: workspace(), timeoutMs: ms, output: stdout, errors: stderr, args, input, signal });
+  return { stdout: stdout.text(), stderr: stderr.text(), code };
 }
 
 const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
@@ -2559,7 +1223,7 @@ interface Connection {
   name: string;
   client: Client;
   transport: StdioClientTransport;
-  /** bash's mark in its environment: what it starts carries it too. */
+  /** The mark in its environment (as bash's commands have): what it starts carries it too. */
   mark: string;
   /** The last of what the server wrote to stderr: often the reason it failed. */
   stderr: string;
@@ -2578,11 +1242,10 @@ async function toolsFromServer(name: string, server: ServerSettings, root: strin
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
-  // mark is bash's: when the program ends, bash's exit handler ends every process that carries
-  // it, so a server and whatever it started end with the program (on Linux; elsewhere a
+  // mark is as bash's: when the program ends, every process that carries it ends, so a server and whatever it started end with the program (on Linux; elsewhere a
   // server sees its stdin close, and a well-made server stops).
-  const mark = newCommandMark();
-  const env = { ...getDefaultEnvironment(), ...server.env, [COMMAND_MARK]: mark };
+  const { mark, env: marked } = newProcessMark();
+  const env = { ...getDefaultEnvironment(), ...server.env, ...marked };
   const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
   const connection: Connection = { name, client: new Client({ name: "agent-workbook-s08", version: "1.0.0" }), transport, mark, stderr: "" };
   transport.stderr?.on("data", (chunk: Buffer) => (connection.stderr = (connection.stderr + chunk).slice(-2000)));
@@ -2742,23 +1405,17 @@ function freeName(wanted: string): string {
   return name;
 }
 
-// Schemas written by others: keywords and formats this validator does not know are let
-// through rather than refused (the tool checks its own input too).
-let outsideAjv: Ajv | undefined;
-const outsideValidator = () => (outsideAjv ??= new (needed("ajv") as typeof import("ajv")).Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false }));
-
 /** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
 function outsideTool(name: string, found: FoundTool): AgentTool {
   // `$schema` names a draft the API may not take; the rest is sent as it came.
   const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
-  const validate = outsideValidator().compile(schema);
   return {
     name,
     displayName: found.displayName,
     description: found.description,
     kind: "execute",
     parameterSchema: schema,
-    validateToolParams: (params) => (validate(params) ? null : schemaErrors(validate.errors ?? [])),
+    validateToolParams: outsideSchemaCheck(schema),
     getDescription: (params) => JSON.stringify(params),
     shouldConfirmExecute: async (params) => (found.trusted ? false : { title: `Run ${found.displayName} (${found.origin})?`, details: JSON.stringify(params, null, 2) }),
     execute: found.run,
@@ -3302,6 +1959,8 @@ async function compactCommand(history: MessageParam[], focus: string): Promise<v
 // #endregion compact-tool
 
 // #region skills
+// yaml loads when the first skill is read, not at start: a learner waits for every start.
+const needed = createRequire(import.meta.url);
 // A skill is knowledge the agent may need, kept out of the context until it does: a folder
 // skills/<name>/ with a SKILL.md that starts with YAML frontmatter (name, description) and
 // goes on with instructions. The system prompt lists each name and description (a line
@@ -3482,7 +2141,7 @@ const saveMemoryTool = defineTool({
   getDescription: (params) => `${asFact(String(params.fact))}${params.scope === "global" ? ` (into ${GLOBAL_MEMORY})` : ""}`,
   async shouldConfirmExecute(params) {
     const change = proposeMemory(params);
-    return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change) };
+    return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change.given, change.before, change.after) };
   },
   async execute(params) {
     // Worked out again from the file as it is now: a save just before this one is kept.
@@ -3490,12 +2149,12 @@ const saveMemoryTool = defineTool({
     const already = `Already in memory (${change.given}): "- ${change.known}". Nothing was added.`;
     if (change.known !== undefined) return { llmContent: already, returnDisplay: already };
     try {
-      writeAtomically(change.file, change.after, change.given, { createFolders: true, root: change.root });
+      writeAtomically(change.file, change.after, change.given, { root: change.root, isInside }, { createFolders: true });
     } catch (error) {
       throw new Error(`the fact was not saved: ${(error as Error).message}`);
     }
     const saved = `Saved to ${change.given}: "- ${asFact(String(params.fact))}". It is in your system prompt from the next session on (in this one, you know it already).`;
-    return { llmContent: saved, returnDisplay: diffOf(change) };
+    return { llmContent: saved, returnDisplay: diffOf(change.given, change.before, change.after) };
   },
 });
 // #endregion memory
@@ -3699,31 +2358,8 @@ function forModel(callId: string, content: ToolResult["llmContent"]): ToolResult
   return content.map((block) => (block.type === "text" ? { ...block, text: clip(block.text, Math.floor(MAX_OUTPUT / texts)) } : block));
 }
 
-/**
- * Text cut to at most about `max` characters, with a note of what was cut: the head and the
- * tail when the end matters (a command's output often ends with its error), or the head.
- */
-function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
-  if (text.length <= max) return text;
-  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
-  const half = Math.floor((max - 100) / 2); // the rest is room for the marker
-  return text.slice(0, half) + marker(text.length - 2 * half, text.length) + text.slice(-half);
-}
 
 const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
-
-/** The first lines of a display, each kept short, and how many more there were. */
-function firstLines(text: string, count: number): string {
-  const lines = text.trimEnd().split("\n");
-  const shown = lines.slice(0, count).map((line) => clip(line, 200, "head"));
-  return lines.length > count ? [...shown, `… (${lines.length - count} more lines)`].join("\n") : shown.join("\n");
-}
-
-const indent = (text: string) => text.replace(/^/gm, "  ");
-const colour = (code: number) => (text: string) => (process.stdout.isTTY ? `\x1b[${code}m${text}\x1b[0m` : text);
-const dim = colour(2);
-const green = colour(32);
-const red = colour(31);
 // #endregion run-tool
 
 // #region context
