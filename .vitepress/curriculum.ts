@@ -207,6 +207,80 @@ export const CAPSTONE: Stage = {
   seeds: [],
 };
 
+/**
+ * The machinery in lib/machinery: what every stage's tools call and no stage teaches. Each
+ * module has an "Under the hood" page (docs/under-the-hood/<id>.md): what the plain version
+ * gets wrong, then the fix, included from the module by region, and the test that proves it.
+ * A stage page links to the modules its file imports (stages.data.ts reads the imports).
+ */
+export interface Machinery {
+  /** "processes": the module lib/machinery/processes.ts and the page under-the-hood/processes */
+  id: string;
+  title: Record<Lang, string>;
+  /** The plain version's failure, in a line. */
+  failure: Record<Lang, string>;
+}
+
+export const MACHINERY: Machinery[] = [
+  {
+    id: "processes",
+    title: { en: "Processes", ja: "プロセス" },
+    failure: { en: "A background job outlives the agent; a command that reads stdin waits for ever.", ja: "バックグラウンドのジョブがエージェントより長生きし、stdin を読むコマンドは永遠に待ちます。" },
+  },
+  {
+    id: "head-and-tail",
+    title: { en: "Head and tail", ja: "先頭と末尾" },
+    failure: { en: "`yes` fills memory; keeping only the head loses the error at the end.", ja: "`yes` がメモリを埋め尽くし、先頭だけ残すと末尾のエラーが消えます。" },
+  },
+  {
+    id: "safe-read",
+    title: { en: "Safe reads", ja: "安全な読み込み" },
+    failure: { en: "A FIFO blocks the whole program; /dev/zero fills memory.", ja: "FIFO がプログラム全体を止め、/dev/zero がメモリを埋めます。" },
+  },
+  {
+    id: "atomic-write",
+    title: { en: "Atomic writes", ja: "アトミックな書き込み" },
+    failure: { en: "A crash half-way leaves half a file; a symlink planted at the temporary name sends the write elsewhere.", ja: "途中で落ちると半分だけのファイルが残り、一時ファイル名に仕掛けたシンボリックリンクが書き込みをよそへ向けます。" },
+  },
+  {
+    id: "walk",
+    title: { en: "The walk", ja: "ファイルの走査" },
+    failure: { en: "A brace pattern expands to a million; a symlink carries the search out of the workspace.", ja: "波括弧のパターンが百万通りに膨らみ、シンボリックリンクが検索をワークスペースの外へ連れ出します。" },
+  },
+  {
+    id: "search",
+    title: { en: "The search", ja: "検索" },
+    failure: { en: "`(a+)+$` runs for years on one line, and nothing can stop it on the main thread.", ja: "`(a+)+$` が1行に何年もかかり、メインスレッドでは止める手段がありません。" },
+  },
+  {
+    id: "html-to-text",
+    title: { en: "HTML to text", ja: "HTML からテキストへ" },
+    failure: { en: "A page of nested tags takes quadratic time in a parser that builds a tree.", ja: "入れ子の深いページは、木を作るパーサーでは2乗の時間がかかります。" },
+  },
+  {
+    id: "addresses",
+    title: { en: "Addresses", ja: "アドレス" },
+    failure: { en: "An address spelled another way reaches loopback or the cloud's metadata.", ja: "別の書き方をしたアドレスがループバックやクラウドのメタデータに届きます。" },
+  },
+  {
+    id: "http-body",
+    title: { en: "Response bodies", ja: "レスポンスの本文" },
+    failure: { en: "An endless page or a few kilobytes of gzip fill memory.", ja: "終わらないページや数 KB の gzip がメモリを埋めます。" },
+  },
+  {
+    id: "display",
+    title: { en: "Display", ja: "表示" },
+    failure: { en: "A 10,000-line result floods the terminal, and the person misses what happened.", ja: "1万行の結果が端末を埋め、何が起きたのかが見えなくなります。" },
+  },
+  {
+    id: "validation",
+    title: { en: "Validation", ja: "入力の検査" },
+    failure: { en: "\"Cannot read properties of undefined\" tells the model nothing it can fix.", ja: "「Cannot read properties of undefined」では、モデルは何を直せばよいかわかりません。" },
+  },
+];
+
+export const machineryLink = (id: string, lang: Lang) => `${lang === "ja" ? "/ja" : ""}/under-the-hood/${id}`;
+
 /** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */
 export const PAGE_STAGES: Stage[] = [...STAGES, CAPSTONE];
 

@@ -17,7 +17,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { UserConfig } from "vitepress";
 import type { Lang } from "./curriculum.ts";
-import { parentOf, presentStages, stageChanges, stageOfFile, lineRanges, type RegionChange } from "./regions.ts";
+import { isCarried, parentOf, presentStages, stageChanges, stageOfFile, lineRanges, type RegionChange } from "./regions.ts";
 
 type Md = Parameters<NonNullable<NonNullable<UserConfig["markdown"]>["config"]>>[0];
 type CoreRule = Parameters<Md["core"]["ruler"]["push"]>[1];
@@ -214,7 +214,7 @@ function linkWhatChanged(state: StateCore, root: string, id: string, lang: Lang,
         continue;
       }
       const href = shown.has(region.name) ? `#region-${region.name}` : diffPage ? `./diff/${id}#${region.name}` : undefined;
-      if (changes.parent && region.status !== "unchanged") changed ??= region.name;
+      if (changes.parent && !isCarried(region.status)) changed ??= region.name;
       if (!href) {
         children.push(child);
         continue;

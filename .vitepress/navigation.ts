@@ -2,18 +2,18 @@
 // its own once written, a planned page until then (marked as such). The workshop, the
 // exercises and the benchmarks, which others write, appear only when their page exists.
 import type { DefaultTheme } from "vitepress";
-import { CAPSTONE, LAYERS, STAGES, stageLink, type Lang, type Stage } from "./curriculum.ts";
+import { CAPSTONE, LAYERS, MACHINERY, machineryLink, STAGES, stageLink, type Lang, type Stage } from "./curriculum.ts";
 
 const LABELS = {
   en: {
     start: "Start here", gettingStarted: "Getting started", curriculum: "The curriculum", planned: "planned",
     stages: "Stages", capstone: "Capstone", workshop: "Workshop", instructors: "For instructors", exercise: (id: string) => `${id} exercise`,
-    more: "More", benchmarks: "Benchmarks",
+    more: "More", benchmarks: "Benchmarks", underTheHood: "Under the hood", overview: "What lives in lib/machinery",
   },
   ja: {
     start: "はじめに", gettingStarted: "はじめかた", curriculum: "カリキュラム", planned: "準備中",
     stages: "ステージ", capstone: "総仕上げ", workshop: "ワークショップ", instructors: "講師の方へ", exercise: (id: string) => `${id} の演習`,
-    more: "その他", benchmarks: "ベンチマーク",
+    more: "その他", benchmarks: "ベンチマーク", underTheHood: "舞台裏", overview: "lib/machinery の中身",
   },
 } as const;
 
@@ -55,6 +55,14 @@ export function sidebar(lang: Lang, present: ReadonlyMap<string, string>, option
     },
     ...layers,
     { text: label.capstone, items: [stageItem(CAPSTONE, lang, present)] },
+    {
+      text: label.underTheHood,
+      collapsed: true,
+      items: [
+        { text: label.overview, link: `${prefix(lang)}under-the-hood/` },
+        ...MACHINERY.map((module) => ({ text: module.title[lang], link: machineryLink(module.id, lang) })),
+      ],
+    },
     ...(workshop.length > 0 ? [{ text: label.workshop, collapsed: true, items: workshop }] : []),
     ...(optional.benchmarks ? [{ text: label.more, items: [{ text: label.benchmarks, link: `${prefix(lang)}benchmarks` }] }] : []),
   ];

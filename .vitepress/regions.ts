@@ -63,7 +63,14 @@ export function shownRegions(text: string): ShownRegion[] {
   return shown;
 }
 
-export type RegionStatus = "new" | "changed" | "unchanged" | "removed";
+/**
+ * "imported": the stage no longer has the region, but imports the parent's file, so the
+ * parent's code still runs, unchanged (s07 to s12 import s06's tools and approval step).
+ */
+export type RegionStatus = "new" | "changed" | "unchanged" | "removed" | "imported";
+
+/** A region whose code runs in the stage as it ran in the parent: carried byte for byte, or imported from the parent's file. */
+export const isCarried = (status: RegionStatus) => status === "unchanged" || status === "imported";
 
 /** One line of a diff: added, removed, the same in both, or a run of unchanged lines left out. */
 export interface DiffLine {
@@ -178,9 +185,15 @@ export function stageChanges(root: string, id: string): StageChanges {
 
   const now = shownRegions(text);
   const old = parentText === undefined ? [] : shownRegions(parentText);
+  // A stage that imports its parent's file runs the parent's regions it does not have itself.
+  const importsParent = parent !== undefined && new RegExp(`from "\\./${parent.file.replace(".", "\\.")}"`).test(text);
+  const dropped = (region: ShownRegion): RegionChange => {
+    const change = compareRegion(region.name, region, undefined);
+    return importsParent ? { ...change, status: "imported", lines: region.lines.length, added: 0, removed: 0, hunks: [] } : change;
+  };
   const regions = [
     ...now.map((region) => compareRegion(region.name, old.find((r) => r.name === region.name), region)),
-    ...old.filter((region) => !now.some((r) => r.name === region.name)).map((region) => compareRegion(region.name, region, undefined)),
+    ...old.filter((region) => !now.some((r) => r.name === region.name)).map(dropped),
   ];
   const outside = compareRegion("outside", parentText === undefined ? undefined : outsideRegions(parentText), outsideRegions(text));
   if (parentText === undefined) outside.status = "new";

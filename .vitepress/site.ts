@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { PAGE_STAGES, SEEDS, SYSTEMS, stageById, type Lang, type Stage } from "./curriculum.ts";
 import { hasDiffPage } from "./markdown.ts";
-import { presentStages, stageChanges, type RegionChange } from "./regions.ts";
+import { isCarried, presentStages, stageChanges, type RegionChange } from "./regions.ts";
 
 export const LANGS: Lang[] = ["en", "ja"];
 const prefix = (lang: Lang) => (lang === "ja" ? "ja/" : "");
@@ -168,11 +168,11 @@ const DIFF = {
       `Computed when the site was built, region by region, from \`agents/${parentFile}\` (${parent}, the parent) and \`agents/${file}\` (${id}) with the \`diff\` package. Green lines are new in ${id}, red lines are gone; unchanged runs are folded. Back to [the ${id} page](../${id}).`,
     summary: "Summary",
     region: "region",
-    status: { new: "new", changed: "changed", unchanged: "unchanged", removed: "removed" },
+    status: { new: "new", changed: "changed", unchanged: "unchanged", removed: "removed", imported: "imported" },
     lines: "lines",
     changes: "New and changed regions",
     unchanged: "Unchanged regions",
-    unchangedText: (parent: string) => `Carried over from ${parent} byte for byte:`,
+    unchangedText: (parent: string) => `Carried over from ${parent} byte for byte, or imported from its file (they run as they ran there):`,
     none: "None.",
     outside: "Outside the regions",
     outsideText: "The header comment and the imports; each region stands as one line here.",
@@ -185,11 +185,11 @@ const DIFF = {
       `サイトのビルド時に、\`agents/${parentFile}\`(親の ${parent})と \`agents/${file}\`(${id})を \`diff\` パッケージでリージョンごとに比べた結果です。緑の行は ${id} で加わった行、赤の行はなくなった行です。変わらない部分は折りたたんでいます。[${id} のページ](../${id})に戻る。`,
     summary: "まとめ",
     region: "リージョン",
-    status: { new: "新規", changed: "変更", unchanged: "変更なし", removed: "削除" },
+    status: { new: "新規", changed: "変更", unchanged: "変更なし", removed: "削除", imported: "import" },
     lines: "行数",
     changes: "新しいリージョンと変わったリージョン",
     unchanged: "変わらないリージョン",
-    unchangedText: (parent: string) => `${parent} からバイト単位で同じまま引き継いでいます。`,
+    unchangedText: (parent: string) => `${parent} からバイト単位で同じまま引き継いだか、${parent} のファイルから import しています(どちらも ${parent} と同じコードが動きます)。`,
     none: "ありません。",
     outside: "リージョンの外",
     outsideText: "先頭のコメントと import です。ここでは各リージョンを1行で表しています。",
@@ -205,9 +205,9 @@ export function diffContent(root: string, id: string, lang: Lang): string {
   const w = DIFF[lang];
   const changes = stageChanges(root, id);
   const parent = changes.parent!;
-  const changed = changes.regions.filter((r) => r.status !== "unchanged");
-  const unchanged = changes.regions.filter((r) => r.status === "unchanged");
-  const rows = changes.regions.map((r) => `| [\`${r.name}\`](#${r.name}) | ${w.status[r.status]} | ${r.status === "unchanged" ? r.lines : counts(r)} |`);
+  const changed = changes.regions.filter((r) => !isCarried(r.status));
+  const unchanged = changes.regions.filter((r) => isCarried(r.status));
+  const rows = changes.regions.map((r) => `| [\`${r.name}\`](#${r.name}) | ${w.status[r.status]} | ${isCarried(r.status) ? r.lines : counts(r)} |`);
   return [
     `# ${w.title(id, parent.id)}`,
     ``,
@@ -247,7 +247,7 @@ export function diffContent(root: string, id: string, lang: Lang): string {
 export function diffRoutes(root: string, lang: Lang) {
   return diffStages(root).map((id) => {
     const changes = stageChanges(root, id);
-    const regions = [...changes.regions.filter((r) => r.status !== "unchanged"), changes.outside].map(({ name, status, hunks }) => ({ name, status, hunks }));
+    const regions = [...changes.regions.filter((r) => !isCarried(r.status)), changes.outside].map(({ name, status, hunks }) => ({ name, status, hunks }));
     return { params: { stage: id, parent: changes.parent!.id, regions }, content: diffContent(root, id, lang) };
   });
 }

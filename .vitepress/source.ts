@@ -1,7 +1,11 @@
 // What the docs read from a stage file: its `#region` blocks and its figures (lines of code,
 // tools the model sees). Used at build time by the data loader and by the docs tests.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import type { Expression, Node, SyntaxKind } from "typescript";
+import { REPO_ROOT } from "../lib/course/stages.ts";
 import { typescript } from "../lib/course/typescript.ts";
+import { MACHINERY } from "./curriculum.ts";
 
 const ts = typescript();
 
@@ -92,4 +96,22 @@ function toolsIn(text: string, fileName: string): { count: number | undefined; w
   visit(source);
   const problems = (source as unknown as { parseDiagnostics: unknown[] }).parseDiagnostics;
   return { count, whole: source.statements.length === 1 && problems.length === 0 };
+}
+
+/**
+ * The lib/machinery modules a stage file runs, by id, in the order of MACHINERY: those it
+ * imports, and those of a stage file it imports (s07 to s12 import s06's tools).
+ */
+export function machineryOf(text: string, agentsDir = path.join(REPO_ROOT, "agents")): string[] {
+  const found = new Set<string>();
+  const visit = (source: string, seen: Set<string>) => {
+    for (const [, id] of source.matchAll(/from "\.\.\/lib\/machinery\/([\w-]+)\.ts"/g)) found.add(id);
+    for (const [, file] of source.matchAll(/from "\.\/(s\d\d_[\w]+\.ts)"/g)) {
+      if (seen.has(file)) continue;
+      seen.add(file);
+      visit(readFileSync(path.join(agentsDir, file), "utf8"), seen);
+    }
+  };
+  visit(text, new Set());
+  return MACHINERY.map((module) => module.id).filter((id) => found.has(id));
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import { defineLoader } from "vitepress";
 import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages, stageChanges } from "./regions.ts";
-import { toolCount } from "./source.ts";
+import { machineryOf, toolCount } from "./source.ts";
 
 export interface StageFigures {
   id: string;
@@ -19,6 +19,8 @@ export interface StageFigures {
   parent: string | null;
   /** Entries of the TOOLS array; null when the stage builds its tools another way. */
   tools: number | null;
+  /** The lib/machinery modules it runs, by id (its own imports, and those of a stage file it imports). */
+  machinery: string[];
 }
 
 declare const data: Record<string, StageFigures>;
@@ -31,7 +33,7 @@ export default defineLoader({
     for (const [id, file] of presentStages(REPO_ROOT)) {
       const text = readFileSync(path.join(REPO_ROOT, "agents", file), "utf8");
       const changes = stageChanges(REPO_ROOT, id);
-      stages[id] = { id, file, loc: changes.loc, newLoc: changes.newLoc, parent: changes.parent?.id ?? null, tools: toolCount(text, file) ?? null };
+      stages[id] = { id, file, loc: changes.loc, newLoc: changes.newLoc, parent: changes.parent?.id ?? null, tools: toolCount(text, file) ?? null, machinery: machineryOf(text) };
     }
     return stages;
   },

@@ -21,7 +21,7 @@
  *
  *   npx tsx agents/s03_search_and_edit.ts            (no key: replays the recorded demo)
  */
-import { readdirSync, lstatSync, realpathSync, statSync, existsSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";

@@ -40,10 +40,10 @@ import { readText } from "../lib/machinery/safe-read.ts";
 import { grepReport, searchFiles } from "../lib/machinery/search.ts";
 import { optionalInteger, optionalString, requireString } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
+import type { Scenario } from "../lib/course/scenario.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
-import type { Scenario } from "../lib/course/scenario.ts";
 import { terminal } from "../lib/runtime/terminal.ts";
 
 // #region config

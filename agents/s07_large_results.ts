@@ -43,8 +43,9 @@ import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
 import {
-  approve, bashTool as s06Bash, DEFAULT_TIMEOUT, defineTool, editFileTool, inWorkspace, modeProblem, refuseDenied,
-  safePath, ToolRegistry, workspace, writeFileTool, type AgentTool, type Params, type ToolResult,
+  approve, bashTool as s06Bash, DEFAULT_TIMEOUT, defineTool, editFileTool, inWorkspace, modeProblem,
+  refuseDenied, safePath, ToolRegistry, workspace, writeFileTool, type AgentTool, type Params,
+  type ToolResult,
 } from "./s06_tool_registry.ts";
 
 // #region config

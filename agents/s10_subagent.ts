@@ -35,7 +35,10 @@ import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
-import { APPROVAL_MODE, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, mustAsk, ToolRegistry, workspace, type AgentTool, type Params, type Verdict } from "./s06_tool_registry.ts";
+import {
+  APPROVAL_MODE, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, mustAsk, ToolRegistry, workspace,
+  type AgentTool, type Params, type Verdict,
+} from "./s06_tool_registry.ts";
 
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes

@@ -30,20 +30,23 @@
  *   npx tsx agents/s12_skills_and_memory.ts       (no key: replays the recorded demo)
  *   npm run replay -- s12 next-session            (the demo's next run, with its memory)
  */
-import { createRequire } from "node:module";
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import { writeAtomically } from "../lib/machinery/atomic-write.ts";
 import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
 import { clip } from "../lib/machinery/head-and-tail.ts";
 import { readText } from "../lib/machinery/safe-read.ts";
-import { writeAtomically } from "../lib/machinery/atomic-write.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
-import { APPROVAL_MODE, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT, modeProblem, safePath, ToolRegistry, workspace, type FileChange, type Params } from "./s06_tool_registry.ts";
+import {
+  APPROVAL_MODE, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT, modeProblem, safePath,
+  ToolRegistry, workspace, type FileChange, type Params,
+} from "./s06_tool_registry.ts";
 
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes

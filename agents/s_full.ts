@@ -37,33 +37,39 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import dns from "node:dns";
-import { appendFileSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  realpathSync, statSync, writeFileSync,
+} from "node:fs";
 import http from "node:http";
 import https from "node:https";
-import { BlockList, isIP, type LookupFunction } from "node:net";
 import { createRequire } from "node:module";
+import { BlockList, isIP, type LookupFunction } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import type { ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
+import type {
+  ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool,
+  ToolResultBlockParam, ToolUseBlock,
+} from "@anthropic-ai/sdk/resources/messages";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ErrorObject } from "ajv";
+import { notPublic } from "../lib/machinery/addresses.ts";
+import { inFolder, writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
 import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
 import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
+import { htmlToText } from "../lib/machinery/html-to-text.ts";
+import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
 import { MAX_FILE_BYTES, readPage, readText } from "../lib/machinery/safe-read.ts";
-import { inFolder, writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
+import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
-import { notPublic } from "../lib/machinery/addresses.ts";
-import { htmlToText } from "../lib/machinery/html-to-text.ts";
-import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes

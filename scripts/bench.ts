@@ -80,7 +80,7 @@ if (searchStages.length > 0) {
       for (const testCase of SEARCH_CASES) {
         // Stages whose copy of the tool is the same code are measured once, labelled "s03 s04 s05".
         const files = searchStages.map((id) => path.join(AGENTS_DIR, stages.get(id)!));
-        for (const { ids } of toolImplementations(testCase.tool, files)) {
+        for (const { ids } of await toolImplementations(testCase.tool, files)) {
           const id = ids.join(" ");
           const stage = modules.get(ids[0])!;
           const input = inputFor(testCase, parametersOf(stage, testCase.tool));

@@ -12,10 +12,10 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { nextStage, PAGE_STAGES, STAGES, SYSTEMS, stageById, type Lang } from "../.vitepress/curriculum.ts";
+import { MACHINERY, nextStage, PAGE_STAGES, STAGES, SYSTEMS, stageById, type Lang } from "../.vitepress/curriculum.ts";
 import { inlineSvg, markIndents, stagePageOf, textWidthEm } from "../.vitepress/markdown.ts";
 import { nav, sidebar } from "../.vitepress/navigation.ts";
-import { compareRegion, lineRanges, presentStages, shownRegions, stageChanges } from "../.vitepress/regions.ts";
+import { compareRegion, isCarried, lineRanges, presentStages, shownRegions, stageChanges } from "../.vitepress/regions.ts";
 import { tokenize } from "../.vitepress/search.ts";
 import { describePage, diffContent, diffStages, firstParagraph, optionalPages, plannedContent, plannedStages, repositoryOf } from "../.vitepress/site.ts";
 import { codeLines, linesOfCode, regionsOf, toolCount } from "../.vitepress/source.ts";
@@ -78,7 +78,7 @@ function sitePages(root: string, lang: Lang): SitePage[] {
   const diffs = existsSync(path.join(langDir(root, lang), "diff", "[stage].md"))
     ? diffStages(root).map((id) => {
         const markdown = diffContent(root, id, lang);
-        const unchanged = stageChanges(root, id).regions.filter((r) => r.status === "unchanged").map((r) => r.name);
+        const unchanged = stageChanges(root, id).regions.filter((r) => isCarried(r.status)).map((r) => r.name);
         return { name: `diff/${id}.md`, lang, markdown, anchors: [...sectionIds(markdown), ...unchanged], generated: "diff" as const };
       })
     : [];
@@ -297,9 +297,16 @@ function navigationLinks(root: string, present: ReadonlyMap<string, string>): { 
 }
 
 /** Regions that differ between a stage and its parent: changed text, or new. */
-export function changedRegions(before: string, after: string): string[] {
+/**
+ * The regions of `after` that are new or differ from `before`'s, and those `before` had that
+ * `after` dropped without importing `before`'s file (`beforeFile`): a region the stage imports
+ * from its parent runs unchanged, so "What changed" need not name it.
+ */
+export function changedRegions(before: string, after: string, beforeFile = ""): string[] {
   const [old, now] = [regionsOf(before), regionsOf(after)];
-  return [...now.keys()].filter((name) => !old.has(name) || old.get(name) !== now.get(name));
+  const importsBefore = beforeFile !== "" && after.includes(`from "./${beforeFile}"`);
+  const dropped = importsBefore ? [] : [...old.keys()].filter((name) => !now.has(name));
+  return [...[...now.keys()].filter((name) => !old.has(name) || old.get(name) !== now.get(name)), ...dropped];
 }
 
 /** Each stage page's "What changed" names every region that differs from its PARENT's (curriculum.ts). */
@@ -310,22 +317,25 @@ function checkWhatChanged(root: string): string[] {
     const parent = stageById(id).parent;
     const parentFile = parent ? present.get(parent) : undefined;
     if (!parent || !parentFile) continue; // s01, the capstone, or a parent not written yet: nothing to compare with
-    const changed = changedRegions(read(path.join(root, "agents", parentFile)), read(path.join(root, "agents", file)));
+    const changed = changedRegions(read(path.join(root, "agents", parentFile)), read(path.join(root, "agents", file)), parentFile);
     const what = section(text, "what-changed");
     if (what === undefined) {
       problems.push(`${name} has no "What changed" section ({#what-changed})`);
       continue;
     }
     const rows = what.split("\n").filter((line) => line.startsWith("|"));
+    // A region is named by a row's first cell: a mention further along a row ("as `bash` does")
+    // names nothing.
+    const firstCell = (row: string) => row.split("|")[1] ?? "";
     for (const region of changed) {
-      const naming = rows.filter((row) => row.includes(`\`${region}\``));
+      const naming = rows.filter((row) => firstCell(row).includes(`\`${region}\``));
       if (naming.length === 0) {
         problems.push(`${name}: region \`${region}\` differs from ${parent} (agents/${parentFile}) but "What changed" does not name it`);
       } else if (naming.every((row) => row.includes(UNCHANGED[lang]))) {
         problems.push(`${name}: region \`${region}\` differs from ${parent} (agents/${parentFile}) but "What changed" calls it ${UNCHANGED[lang]}`);
       }
     }
-    const loopRow = rows.find((row) => row.includes("`agent-loop`"));
+    const loopRow = rows.find((row) => firstCell(row).includes("`agent-loop`"));
     if (!loopRow) problems.push(`${name}: the "What changed" table has no \`agent-loop\` row`);
     else if (!loopRow.includes(UNCHANGED[lang])) problems.push(`${name}: the \`agent-loop\` row of "What changed" does not read "${UNCHANGED[lang]}"`);
   }
@@ -480,7 +490,40 @@ function checkNoPlaceholders(root: string): string[] {
 // ---------------------------------------------------------------------------------------
 // The checks on the real repository
 
+/**
+ * Every module of lib/machinery has its "Under the hood" page in both languages, listed in
+ * MACHINERY: what the plain version gets wrong ({#plain}), the fix included from the module
+ * by region ({#fix}), and the test that proves it, included from a test file ({#proof}).
+ */
+function checkMachineryPages(root: string): string[] {
+  const problems: string[] = [];
+  const dir = path.join(root, "lib", "machinery");
+  const modules = existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith(".ts")).map((name) => name.slice(0, -3)) : [];
+  for (const id of modules) if (!MACHINERY.some((m) => m.id === id)) problems.push(`lib/machinery/${id}.ts is not in MACHINERY (.vitepress/curriculum.ts)`);
+  for (const { id } of MACHINERY) {
+    if (!modules.includes(id)) problems.push(`MACHINERY names ${id}, but lib/machinery/${id}.ts does not exist`);
+    for (const lang of LANGS) {
+      const page = path.join(langDir(root, lang), "under-the-hood", `${id}.md`);
+      const name = path.relative(root, page);
+      if (!existsSync(page)) {
+        problems.push(`lib/machinery/${id}.ts has no page: ${name} is missing`);
+        continue;
+      }
+      const text = read(page);
+      for (const section of ["plain", "fix", "proof"]) if (!sectionIds(text).includes(section)) problems.push(`${name} has no {#${section}} section`);
+      if (!new RegExp(`^<<< @/\\.\\./lib/machinery/${id}\\.ts#[\\w-]+`, "m").test(text)) problems.push(`${name} includes no region of lib/machinery/${id}.ts`);
+      if (!/^<<< @\/\.\.\/tests\/[\w/.-]+\.test\.ts#[\w-]+/m.test(section(text, "proof") ?? "")) problems.push(`${name}: its proof includes no test by region`);
+    }
+  }
+  for (const lang of LANGS) {
+    const index = path.join(langDir(root, lang), "under-the-hood", "index.md");
+    if (!existsSync(index) || !read(index).includes("<MachineryList />")) problems.push(`${path.relative(root, index)} is missing or does not list the machinery (<MachineryList />)`);
+  }
+  return problems;
+}
+
 const ALL_CHECKS = {
+  checkMachineryPages,
   checkStagePagesExist,
   checkEveryStageHasAPage,
   checkSamePages,
@@ -498,6 +541,9 @@ const ALL_CHECKS = {
 };
 
 describe("the docs of every stage", () => {
+  it("gives every module of lib/machinery its Under the hood page in both languages, with the failure, the fix and the proof", () => {
+    expect(checkMachineryPages(REPO_ROOT)).toEqual([]);
+  });
   it("has an English and a Japanese page for every stage file", () => {
     expect(checkStagePagesExist(REPO_ROOT)).toEqual([]);
   });
@@ -564,6 +610,11 @@ describe("the checks catch broken docs", () => {
       copyFileSync(from, to);
     };
     copy(path.join(REPO_ROOT, "package.json"), path.join(dir, "package.json"));
+    // What the Under the hood pages include: the machinery and its tests.
+    for (const folder of ["lib/machinery", "tests/machinery"]) {
+      if (!existsSync(path.join(REPO_ROOT, folder))) continue;
+      for (const name of readdirSync(path.join(REPO_ROOT, folder))) copy(path.join(REPO_ROOT, folder, name), path.join(dir, folder, name));
+    }
     for (const [id, name] of stages(REPO_ROOT)) {
       copy(path.join(REPO_ROOT, "agents", name), path.join(dir, "agents", name));
       const demo = path.join(REPO_ROOT, "fixtures", id, "demo.json");

@@ -84,7 +84,8 @@ async function stageWith(exercise: Exercise, change: (text: string) => string): 
   const changed = change(text);
   expect(changed, "the change to the stage must apply").not.toBe(text);
   const lib = path.relative(copies, path.join(REPO_ROOT, "lib"));
-  return load(changed.replaceAll('from "../lib/', `from "${lib}/`), `${exercise.stage}-changed`);
+  const agents = path.relative(copies, path.join(REPO_ROOT, "agents"));
+  return load(changed.replaceAll('from "../lib/', `from "${lib}/`).replaceAll('from "./s', `from "${agents}/s`), `${exercise.stage}-changed`);
 }
 
 const statuses = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r.status]));

@@ -3,7 +3,7 @@
 // the model's API that answers through the same replay engine as everything else.
 import { randomUUID } from "node:crypto";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -46,7 +46,7 @@ export type { ToolCall };
  * keeps the suite fast as stages are added.
  */
 export async function stagesWithTool(name: string): Promise<[string, string][]> {
-  return toolImplementations(name, stageFiles()).map(({ ids, file }) => [ids.join(" "), file]);
+  return (await toolImplementations(name, stageFiles())).map(({ ids, file }) => [ids.join(" "), file]);
 }
 
 /** "…/agents/s03_search_and_edit.ts" -> "s03" */
@@ -289,6 +289,52 @@ export async function startErrorServer(status: number, body: unknown): Promise<{
   return { url: `http://127.0.0.1:${port}`, hits: () => hits, close: () => new Promise((r) => server.close(() => r())) };
 }
 
+// ---- The web: a real HTTP server for what msw cannot play (slow, endless, compressed bodies) ----
+
+/** A real HTTP server on 127.0.0.1 for each test; it notes the path and headers of every request. */
+export function useLocalServer(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): {
+  readonly url: string;
+  readonly requests: string[];
+  readonly headers: http.IncomingHttpHeaders[];
+} {
+  const state = { url: "", requests: [] as string[], headers: [] as http.IncomingHttpHeaders[] };
+  let server: http.Server;
+  beforeEach(async () => {
+    state.requests.length = 0;
+    state.headers.length = 0;
+    server = http.createServer((req, res) => {
+      state.requests.push(req.url ?? "");
+      state.headers.push(req.headers);
+      handle(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterEach(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return state;
+}
+
+/** Write `chunk` again and again, as fast as the reader takes it, until the reader hangs up. */
+export function pumpUntilClosed(res: http.ServerResponse, chunk: string | Buffer, onClose: () => void): void {
+  const pump = () => {
+    while (!res.destroyed && res.write(chunk));
+  };
+  res.on("drain", pump);
+  res.on("close", onClose);
+  pump();
+}
+
+/** Seconds of CPU this process spends in `work`: unlike the clock, a busy machine barely changes it. */
+export async function cpuSeconds<T>(work: () => Promise<T>): Promise<{ value: T; seconds: number }> {
+  const before = process.cpuUsage();
+  const value = await work();
+  const used = process.cpuUsage(before);
+  return { value, seconds: (used.user + used.system) / 1e6 };
+}
+
 /**
  * Run a stage in a real pseudo-terminal (util-linux `script`), as a person at a keyboard:
  * each step waits until the screen shows `when`, then types `keys`. For what only a
@@ -469,4 +515,41 @@ function releaseFifoAfter(file: string, ms: number): { stop(): Promise<number> }
   );
   worker.on("error", () => {});
   return { stop: () => worker.terminate() };
+}
+
+// ---- Search: what the tests of the walk, the search and the search tools share ----
+
+/** Write files (path → text or bytes) under the working directory, making folders as needed. */
+export function writeFiles(tree: Record<string, string | Buffer>): void {
+  for (const [name, content] of Object.entries(tree)) {
+    mkdirSync(path.dirname(name), { recursive: true });
+    writeFileSync(name, content);
+  }
+}
+
+/**
+ * Run `work` as a user who may not read what has mode 000. Root reads everything, so when
+ * the tests run as root the process takes the identity of `nobody` for the duration (the
+ * workspace is opened to everyone first), and back: root's real id lets it return.
+ */
+export async function withoutRoot<T>(workspace: string, work: () => T | Promise<T>): Promise<T> {
+  if (process.getuid?.() !== 0) return work();
+  chmodSync(workspace, 0o755);
+  process.seteuid!(65534);
+  try {
+    return await work();
+  } finally {
+    process.seteuid!(0);
+  }
+}
+
+/** How long `work` takes, in milliseconds, with its result or error. */
+export async function timed<T>(work: () => T | Promise<T>): Promise<{ ms: number; value?: T; error?: Error }> {
+  const started = Date.now();
+  try {
+    const value = await work();
+    return { ms: Date.now() - started, value };
+  } catch (error) {
+    return { ms: Date.now() - started, error: error as Error };
+  }
 }

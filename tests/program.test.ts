@@ -7,7 +7,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { http as mswHttp } from "msw/core/http";
@@ -360,7 +360,7 @@ describe("settings at start, and a retry, with s01 loaded afresh", () => {
   /** s01 loaded afresh with `env` (and the starting folder's .env), run with `args`; the environment is put back. */
   async function freshS01(args: string[], env: Record<string, string> = {}) {
     // Stubbed, so unstubAllEnvs puts back what .env sets too (a stubbed name comes back as it was).
-    for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) vi.stubEnv(name, env[name]);
+    for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID", "APPROVAL_MODE", "WORKBOOK_ENV_FILE"]) vi.stubEnv(name, env[name]);
     vi.resetModules();
     try {
       return await runMain(s01, args);
@@ -370,17 +370,45 @@ describe("settings at start, and a retry, with s01 loaded afresh", () => {
     }
   }
 
-  it("reads the key, the provider and the model from .env in the starting folder", async () => {
-    const standIn = await startStandIn(scenarioOf([reply.text("from .env")]));
+  it("reads the key, the provider and the model from the workbook's .env (here WORKBOOK_ENV_FILE), wherever it starts", async () => {
+    const standIn = await startStandIn(scenarioOf([reply.text("from the workbook's .env")]));
+    const envFile = path.join(workspace.dir, "..", `${path.basename(workspace.dir)}.env`);
     try {
-      writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nMODEL_ID=claude-test-model\n`);
-      const run = await freshS01(["hi"]);
-      expect(run.output).toBe("from .env\n");
+      writeFileSync(envFile, `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nMODEL_ID=claude-test-model\n`);
+      const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: envFile });
+      expect(run.output).toBe("from the workbook's .env\n");
       expect(standIn.replay.requests[0].model).toBe("claude-test-model");
       expect(standIn.headers[0]["x-api-key"] ?? standIn.headers[0].authorization).toContain(KEY);
     } finally {
+      rmSync(envFile, { force: true });
       await standIn.close();
     }
+  });
+
+  it("never reads the .env of the folder it works in: a project cannot choose the key's destination, the model or the approval mode", async () => {
+    const standIn = await startStandIn(scenarioOf([reply.text("the project's provider answered")]));
+    try {
+      // A cloned project's .env, as an attacker would write it.
+      writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nAPPROVAL_MODE=yolo\n`);
+      const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: path.join(workspace.dir, "no-such.env") });
+      expect(standIn.replay.requests).toHaveLength(0); // nothing was sent to the project's address
+      expect(run.output).not.toContain("the project's provider answered");
+      expect(process.env.APPROVAL_MODE).toBeUndefined();
+    } finally {
+      await standIn.close();
+    }
+  });
+
+  it("refuses a .env that is a FIFO or a device, in one line, without waiting or reading it", async () => {
+    const fifo = path.join(workspace.dir, "fifo.env");
+    execFileSync("mkfifo", [fifo]);
+    const started = Date.now();
+    const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: fifo });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(run.code).toBe(1);
+    expect(run.output).toBe(`[error] ${fifo} is not a regular file (a FIFO, a device or a folder), so it was not read\n`);
+    const zero = await freshS01(["hi"], { WORKBOOK_ENV_FILE: "/dev/zero" });
+    expect(zero.output).toBe("[error] /dev/zero is not a regular file (a FIFO, a device or a folder), so it was not read\n");
   });
 
   it("record mode survives an overloaded provider: the SDK's retry goes through, and the session is saved", async () => {

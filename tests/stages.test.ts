@@ -1,13 +1,15 @@
 // What every stage file promises: the header teaches, the exports are there, and importing a
 // stage never starts its program. (That the loop is the same text in every stage is one of
 // the docs checks, tests/docs.test.ts, beside the other region checks.)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
-import { regionImplementations, toolImplementations } from "../lib/course/tools.ts";
+import { regionsOf } from "../lib/course/regions.ts";
+import { REPO_ROOT, stageIdOf } from "../lib/course/stages.ts";
+import { toolImplementations } from "../lib/course/tools.ts";
 import { offersTool, stageFiles } from "./helpers.ts";
 
 const files = stageFiles();
@@ -47,11 +49,13 @@ describe("every stage", () => {
     for (const tool of stage.TOOLS as { name: string; input_schema: object }[]) {
       expect(metaSchema.validateSchema(tool.input_schema), `${name}: ${tool.name}: ${metaSchema.errorsText(metaSchema.errors)}`).toBe(true);
     }
-    // The tool tests find the stages that carry a tool by reading the files (stagesWithTool):
-    // that reading must agree with what the stage gives the model.
-    const text = readFileSync(file, "utf8");
-    for (const tool of ["bash", "read_file", "write_file", "edit_file", "grep", "glob", "ls", "web_fetch", "ask_user", ...schemaNames]) {
-      expect(offersTool(text, tool), `${name}: ${tool}`).toBe(schemaNames.includes(tool));
+    // The tool tests find the Part I stages that carry a tool by reading the files
+    // (stagesWithTool): that reading must agree with what the stage gives the model.
+    if (Number(name.slice(1, 3)) <= 5) {
+      const text = readFileSync(file, "utf8");
+      for (const tool of ["bash", "read_file", "write_file", "edit_file", "grep", "glob", "ls", "web_fetch", "ask_user", ...schemaNames]) {
+        expect(offersTool(text, tool), `${name}: ${tool}`).toBe(schemaNames.includes(tool));
+      }
     }
   });
 
@@ -59,6 +63,46 @@ describe("every stage", () => {
     // An import that is not `import type` loads the package before the stage prints a line.
     const eager = readFileSync(file, "utf8").match(/^import (?!type )[^;]*from "(ajv|diff|yaml)";$/gm) ?? [];
     expect(eager).toEqual([]);
+  });
+});
+
+// The size each stage file may reach, in total lines (../shared/CONVENTIONS.md): a stage reads in one sitting.
+const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 2600 };
+const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
+
+describe("every stage reads in one sitting", () => {
+  it.each(files.map((f) => [stageIdOf(f), f]))("%s stays within its size target", (id, file) => {
+    expect(readFileSync(file, "utf8").split("\n").length - 1).toBeLessThanOrEqual(sizeTarget(id));
+  });
+
+  // From s02 on: after the header and config, the stage's own mechanism comes before what it carries.
+  it.each(files.filter((f) => /^s(0[2-9]|[1-9]\d)_/.test(path.basename(f))).map((f) => [stageIdOf(f), f]))(
+    "%s starts its first new region in the first third of the file",
+    (id, file) => {
+      const text = readFileSync(file, "utf8");
+      const parent = PAGE_STAGES.find((stage) => stage.id === id)!.parent!;
+      const parentRegions = regionsOf(readFileSync(files.find((f) => stageIdOf(f) === parent)!, "utf8"));
+      const lines = text.split("\n");
+      const firstNew = lines.findIndex((line) => {
+        const name = /^\/\/ #region ([\w-]+)$/.exec(line)?.[1];
+        return name !== undefined && !parentRegions.has(name);
+      });
+      expect(firstNew, `${id} has no region its parent ${parent} lacks`).toBeGreaterThan(0);
+      expect(firstNew + 1).toBeLessThanOrEqual(Math.ceil(lines.length / 3));
+    },
+  );
+
+  it("defines no machinery function again: what lib/machinery exports, no stage file declares", () => {
+    const dir = path.join(REPO_ROOT, "lib", "machinery");
+    const exported = readdirSync(dir).flatMap((name) =>
+      [...readFileSync(path.join(dir, name), "utf8").matchAll(/^export (?:async )?(?:function|const|class) (\w+)/gm)].map((match) => match[1]),
+    );
+    const declared = (text: string) => new Set([...text.matchAll(/^(?:export )?(?:async )?(?:function|const|class|let) (\w+)/gm)].map((match) => match[1]));
+    const twice = files.flatMap((file) => {
+      const names = declared(readFileSync(file, "utf8"));
+      return exported.filter((name) => names.has(name)).map((name) => `${path.basename(file)} declares ${name}, which lib/machinery exports`);
+    });
+    expect(twice).toEqual([]);
   });
 });
 
@@ -81,21 +125,21 @@ describe("which stages share a tool's code (lib/course/tools.ts)", () => {
     return { dir, stageFiles: [s03, s04].map((f) => path.join(dir, path.basename(f))) };
   };
 
-  it("groups stages whose tool regions are byte-identical, and parts them when one region changes", () => {
+  it("groups stages whose tool regions are byte-identical, and parts them when one region changes", async () => {
     const same = copies((text) => text);
     const changed = copies((text) => text.replace("// #endregion grep", "const aChange = 1;\n// #endregion grep"));
     // A region the tool does not run (the end of a turn) changes nothing.
     const unrelated = copies((text) => text.replace("// #endregion end-turn", "const aChange = 1;\n// #endregion end-turn"));
     try {
-      expect(toolImplementations("grep", same.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
-      expect(toolImplementations("grep", changed.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
-      expect(toolImplementations("grep", unrelated.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
+      expect((await toolImplementations("grep", same.stageFiles)).map((group) => group.ids)).toEqual([["s03", "s04"]]);
+      expect((await toolImplementations("grep", changed.stageFiles)).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
+      expect((await toolImplementations("grep", unrelated.stageFiles)).map((group) => group.ids)).toEqual([["s03", "s04"]]);
     } finally {
       for (const { dir } of [same, changed, unrelated]) rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it("counts of a shared region (config) only what the tool's code reaches, and what runs at load", () => {
+  it("counts of a shared region (config) only what the tool's code reaches, and what runs at load", async () => {
     const config = (text: string, change: (config: string) => string) => {
       const [start, end] = [text.indexOf("// #region config\n"), text.indexOf("// #endregion config")];
       return text.slice(0, start) + change(text.slice(start, end)) + text.slice(end);
@@ -113,30 +157,26 @@ describe("which stages share a tool's code (lib/course/tools.ts)", () => {
       atLoad: copies((text) => config(text, (c) => `${c}process.umask(0o077);\n`)),
     };
     try {
-      const groups = (name: keyof typeof cases) => toolImplementations("grep", cases[name].stageFiles).map((group) => group.ids);
-      expect(groups("unreached")).toEqual([["s03", "s04"]]);
-      expect(groups("reached")).toEqual([["s03"], ["s04"]]);
-      expect(groups("sameFolder")).toEqual([["s03", "s04"]]);
-      expect(groups("otherFolder")).toEqual([["s03"], ["s04"]]);
-      expect(groups("atLoad")).toEqual([["s03"], ["s04"]]);
+      const groups = async (name: keyof typeof cases) => (await toolImplementations("grep", cases[name].stageFiles)).map((group) => group.ids);
+      expect(await groups("unreached")).toEqual([["s03", "s04"]]);
+      expect(await groups("reached")).toEqual([["s03"], ["s04"]]);
+      expect(await groups("sameFolder")).toEqual([["s03", "s04"]]);
+      expect(await groups("otherFolder")).toEqual([["s03"], ["s04"]]);
+      expect(await groups("atLoad")).toEqual([["s03"], ["s04"]]);
     } finally {
       for (const { dir } of Object.values(cases)) rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it("counts what the tool calls in Part I's run-tool wherever it is declared, and keeps what runs at load in its order", () => {
-    const check = 'if (typeof value !== "string") throw new Error(`"${name}" must be a string`);';
+  it("counts a shared declaration the tool reaches wherever it is declared, and keeps what runs at load in its order", async () => {
     const region = (text: string, name: string, change: (body: string) => string) => {
       const [start, end] = [text.indexOf(`// #region ${name}\n`), text.indexOf(`// #endregion ${name}`)];
       return text.slice(0, start) + change(text.slice(start, end)) + text.slice(end);
     };
-    const requireString = (text: string) => /\nfunction requireString\([\s\S]*?\n\}\n/.exec(text)![0];
+    const declaration = "const workspace = () => process.cwd();\n";
     const cases = {
-      // grep's pattern goes through requireString(), in run-tool: a change there changes grep.
-      changed: copies((text) => text.replace(check, check.replace("must be a string", "must be text"))),
-      // The same declaration moved to another shared region: the same code.
-      // (first in config, before the workspace() grep also reaches, where it came after).
-      moved: copies((text) => region(text.replace(requireString(text), "\n"), "config", (c) => c.replace("\n", requireString(text)))),
+      // grep reaches workspace() (in config): moved to another shared region (run-tool), it is the same code.
+      moved: copies((text) => region(text.replace(declaration, ""), "run-tool", (r) => `${r}${declaration}`)),
       // Two statements that run at load, the other way round: not the same.
       reordered: copies(
         (text) => text.replace("process.umask(0o077);\nprocess.umask(0o022);", "process.umask(0o022);\nprocess.umask(0o077);"),
@@ -144,26 +184,22 @@ describe("which stages share a tool's code (lib/course/tools.ts)", () => {
       ),
     };
     try {
-      const groups = (name: keyof typeof cases) => toolImplementations("grep", cases[name].stageFiles).map((group) => group.ids);
-      expect(groups("changed")).toEqual([["s03"], ["s04"]]);
-      expect(groups("moved")).toEqual([["s03", "s04"]]);
-      expect(groups("reordered")).toEqual([["s03"], ["s04"]]);
+      const groups = async (name: keyof typeof cases) => (await toolImplementations("grep", cases[name].stageFiles)).map((group) => group.ids);
+      expect(await groups("moved")).toEqual([["s03", "s04"]]);
+      expect(await groups("reordered")).toEqual([["s03"], ["s04"]]);
     } finally {
       for (const { dir } of Object.values(cases)) rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it("groups by some regions alone, whatever shape calls the tool, for the tests of those regions", () => {
-    // s04 with another dispatch map: another shape for web_fetch, the same conversion.
-    const reshaped = copies((text) => text.replaceAll("TOOL_HANDLERS", "HANDLERS"));
-    const searchesOtherwise = copies((text) => text.replace("// #endregion grep", "const aChange = 1;\n// #endregion grep"));
-    try {
-      const regions = ["sandbox", "walk", "grep"];
-      expect(toolImplementations("grep", reshaped.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
-      expect(regionImplementations("grep", regions, reshaped.stageFiles).map((group) => group.ids)).toEqual([["s03", "s04"]]);
-      expect(regionImplementations("grep", regions, searchesOtherwise.stageFiles).map((group) => group.ids)).toEqual([["s03"], ["s04"]]);
-    } finally {
-      for (const { dir } of [reshaped, searchesOtherwise]) rmSync(dir, { recursive: true, force: true });
-    }
+  it("from s06, groups stages by the tool object they register: s06's own tool in the stages that import it, a stage's own tool apart", async () => {
+    const stageFile = (id: string) => files.find((f) => path.basename(f).startsWith(`${id}_`))!;
+    const partTwo = ["s06", "s07", "s08", "s09"].map(stageFile);
+    const groups = async (tool: string) => (await toolImplementations(tool, partTwo)).map((group) => group.ids);
+    // s07 changes bash and read_file; write_file is s06's in all four.
+    expect(await groups("bash")).toEqual([["s06", "s08", "s09"], ["s07"]]);
+    expect(await groups("read_file")).toEqual([["s06", "s08", "s09"], ["s07"]]);
+    expect(await groups("write_file")).toEqual([["s06", "s07", "s08", "s09"]]);
+    expect(await groups("todo_write")).toEqual([["s09"]]);
   });
 });

@@ -45,6 +45,9 @@ export const UI = {
       workspace: "<workspace> is the temporary folder the replay ran in.",
       none: "This stage has no recorded demo yet.",
     },
+    underTheHood: "Under the hood",
+    machineryUsed: "Machinery its tools run (lib/machinery), each explained under the hood:",
+    usedBy: "Used by",
     sizes: {
       stage: "stage",
       loc: "lines of code",
@@ -94,6 +97,9 @@ export const UI = {
       workspace: "<workspace> は、再生に使った一時フォルダです。",
       none: "このステージには、まだ記録したデモがありません。",
     },
+    underTheHood: "舞台裏",
+    machineryUsed: "ツールが使う下回り(lib/machinery)。それぞれ「舞台裏」で解説しています:",
+    usedBy: "使っているステージ",
     sizes: {
       stage: "ステージ",
       loc: "コードの行数",

@@ -4,6 +4,7 @@ import type { Theme } from "vitepress";
 import ComparedWith from "./ComparedWith.vue";
 import CurriculumList from "./CurriculumList.vue";
 import GetTheCode from "./GetTheCode.vue";
+import MachineryList from "./MachineryList.vue";
 import RegionDiff from "./RegionDiff.vue";
 import SessionView from "./SessionView.vue";
 import StageFooter from "./StageFooter.vue";
@@ -24,6 +25,7 @@ export default {
     app.component("ComparedWith", ComparedWith);
     app.component("StageSizes", StageSizes);
     app.component("GetTheCode", GetTheCode);
+    app.component("MachineryList", MachineryList);
     app.component("WorkshopLink", WorkshopLink);
   },
 } satisfies Theme;

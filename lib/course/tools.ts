@@ -6,6 +6,7 @@
 // tests cover it. And which stages run the same code for a tool, so it is tested and
 // measured once per implementation rather than once per stage.
 import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { regionsOf } from "./regions.ts";
 import { stageIdOf } from "./stages.ts";
 
@@ -43,37 +44,35 @@ export function toolCall(stage: ToolStage, name: string): ToolCall | undefined {
 }
 
 /**
- * The regions a tool's behaviour is written in (its handler, the helpers it calls, its
- * registry wrapper: from s06 the defineTool object sits in the tool's own region), besides the
- * shared ones below. A carried region stays byte-identical from stage to stage unless the
- * later stage's page names the change (tests/docs.test.ts), so stages whose regions here are
- * the same run the same code for this tool.
+ * The regions a Part I tool's behaviour is written in (its handler and the helpers it calls),
+ * besides the shared ones below; the machinery they call is lib/machinery, the same for all.
+ * A carried region stays byte-identical from stage to stage unless the later stage's page
+ * names the change (tests/docs.test.ts), so stages whose regions here are the same run the
+ * same code for this tool.
  */
 const TOOL_REGIONS: Record<string, string[]> = {
   bash: ["bash"],
   read_file: ["sandbox", "read-file"],
   write_file: ["sandbox", "write-file"],
-  edit_file: ["sandbox", "read-file", "write-file", "edit-file"],
-  grep: ["sandbox", "walk", "grep"],
-  glob: ["sandbox", "walk", "glob"],
-  ls: ["sandbox", "walk", "ls"],
-  web_fetch: ["web-fetch", "web-address", "html-to-text"],
+  edit_file: ["sandbox", "edit-file"],
+  grep: ["sandbox", "grep"],
+  glob: ["sandbox", "glob"],
+  ls: ["sandbox", "glob", "ls"],
+  web_fetch: ["web-fetch", "web-address"],
   ask_user: ["ask-user"],
 };
-/** What every tool may go through: the limits, the tool object and registry, the large-result wrapper, Part I's argument checks. */
-const SHARED_REGIONS = ["config", "tool", "registry", "large-results", "part-one", "run-tool"];
+/** What every Part I tool may go through: the limits in config, and runTool. */
+const SHARED_REGIONS = ["config", "run-tool"];
 
 /**
- * What decides how a stage runs tool `name`: its shape (dispatch map or registry), the tool's
- * own regions, and of the shared regions the statements those reach. A later stage adds to
- * the shared regions for its own mechanism (s11 a compaction threshold in `config`, s12 the
- * skills in its system prompt); a tool that never names what was added runs the same code, so
- * it is tested once for both stages. Anything in doubt is kept: a statement that declares no
- * name (it runs at load), and any name that appears in the code, even in a string.
+ * What decides how a Part I stage runs tool `name`: the tool's own regions, and of the shared
+ * regions the statements those reach. A later stage adds to the shared regions for its own
+ * mechanism; a tool that never names what was added runs the same code, so it is tested once
+ * for both stages. Anything in doubt is kept: a statement that declares no name (it runs at
+ * load), and any name that appears in the code, even in a string.
  */
 function implementationOf(text: string, name: string): string {
-  // The test harness reaches a tool through these (lib/course/tools.ts toolCall), whatever it names.
-  return JSON.stringify([text.includes("TOOL_HANDLERS"), regionsCode(text, TOOL_REGIONS[name] ?? [], "registry TOOL_HANDLERS")]);
+  return regionsCode(text, TOOL_REGIONS[name] ?? [], "TOOL_HANDLERS");
 }
 
 /** The text of `names`' regions and of the shared statements they reach (see implementationOf). */
@@ -127,37 +126,35 @@ function identifiersIn(code: string): Set<string> {
   return new Set(code.match(/[A-Za-z_$][\w$]*/g) ?? []);
 }
 
-/** Whether a stage file gives the model a tool called `name` (its schema or defineTool says `name: "…"`). */
+/** Whether a Part I stage file gives the model a tool called `name` (its schema says `name: "…"`). */
 export function offersTool(text: string, name: string): boolean {
   return new RegExp(`^\\s*name: "${name}",`, "m").test(text);
 }
 
+/** A dispatch-map stage (s01 to s05): its tools are functions of its own file. */
+const isDispatchMap = (text: string) => /^export const TOOL_HANDLERS\b/m.test(text);
+
 /**
  * The stage files (in the order given) that offer tool `name`, grouped by implementation: each
- * group's first file stands for the others. The files are read, not imported (loading every
- * stage costs seconds); tests/stages.test.ts keeps this reading equal to each stage's TOOLS.
- * A tool not listed in TOOL_REGIONS gets one group per stage.
+ * group's first file stands for the others.
+ * - Part I (a dispatch map): every handler is a function of its own file, so the files are
+ *   compared by the text of the tool's regions (read, not imported: it costs nothing).
+ * - From s06 (a registry): a stage that imports s06's tool registers the same object, so it
+ *   runs the same code; the stage is imported and the tool objects are compared.
  */
-export function toolImplementations(name: string, files: string[]): { ids: string[]; file: string }[] {
-  return groupStages(name, files, (text, file) => (TOOL_REGIONS[name] ? implementationOf(text, name) : file));
-}
-
-/**
- * The same, grouped by `regions` alone (and the shared statements they reach), whatever shape
- * calls the tool: for the tests of what those regions do, such as s04's HTML conversion, which
- * is the same in the dispatch map of s04 and the registry of the capstone. The shapes
- * themselves are tested per toolImplementations.
- */
-export function regionImplementations(name: string, regions: string[], files: string[]): { ids: string[]; file: string }[] {
-  return groupStages(name, files, (text) => regionsCode(text, regions));
-}
-
-function groupStages(name: string, files: string[], keyOf: (text: string, file: string) => string): { ids: string[]; file: string }[] {
-  const found = new Map<string, { ids: string[]; file: string }>();
+export async function toolImplementations(name: string, files: string[]): Promise<{ ids: string[]; file: string }[]> {
+  const found = new Map<unknown, { ids: string[]; file: string }>();
   for (const file of files) {
     const text = readFileSync(file, "utf8");
-    if (!offersTool(text, name)) continue;
-    const key = keyOf(text, file);
+    let key: unknown;
+    if (isDispatchMap(text)) {
+      if (!offersTool(text, name)) continue;
+      key = `dispatch map ${implementationOf(text, name)}`;
+    } else {
+      const stage = (await import(pathToFileURL(file).href)) as ToolStage;
+      key = stage.registry?.getTool(name);
+      if (!key) continue;
+    }
     const same = found.get(key);
     if (same) same.ids.push(stageIdOf(file));
     else found.set(key, { ids: [stageIdOf(file)], file });

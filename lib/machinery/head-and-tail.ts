@@ -20,9 +20,15 @@ export const cutMarker = (cut: number, total: number) => `\n... [${cut} characte
  */
 export function clip(text: string, max: number, keep: "head and tail" | "head" = "head and tail"): string {
   if (text.length <= max) return text;
-  if (keep === "head") return `${text.slice(0, max)} … [${text.length - max} more characters]`;
-  const half = Math.max(0, Math.floor((max - 100) / 2)); // the rest is room for the marker
-  return text.slice(0, half) + cutMarker(text.length - 2 * half, text.length) + text.slice(text.length - half);
+  let clipped: string;
+  if (keep === "head") clipped = `${text.slice(0, max)} … [${text.length - max} more characters]`;
+  else {
+    const half = Math.max(0, Math.floor((max - 100) / 2)); // the rest is room for the marker
+    clipped = text.slice(0, half) + cutMarker(text.length - 2 * half, text.length) + text.slice(text.length - half);
+  }
+  // Just over `max`, or a `max` smaller than the note itself: the note would be longer than
+  // what it replaces, so the text stays whole.
+  return clipped.length < text.length ? clipped : text;
 }
 
 /**

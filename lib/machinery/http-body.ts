@@ -55,12 +55,23 @@ export async function readBody(response: http.IncomingMessage): Promise<{ bytes:
 /** The body's bytes as text, in the charset the server names (UTF-8 when it names none, or one TextDecoder does not know). */
 export function decode(bytes: Buffer, contentType: string): string {
   const charset = /charset="?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  let decoder: TextDecoder;
   try {
-    return new TextDecoder(charset).decode(bytes);
+    decoder = new TextDecoder(charset);
   } catch {
     return bytes.toString("utf8"); // a charset name TextDecoder does not know
   }
+  const text = decoder.decode(bytes);
+  // windows-1252 is also what latin1, iso-8859-1 and ascii mean on the web. Node's TextDecoder
+  // (from 20.18.3 and 22.13.0: nodejs/node#60888) reads it as ISO-8859-1, so the euro sign,
+  // curly quotes and dashes of bytes 0x80 to 0x9f come out as control characters; put them right.
+  return decoder.encoding === "windows-1252" ? text.replace(/[\x80-\x9f]/g, (c) => WINDOWS_1252_80_9F[c.charCodeAt(0) - 0x80]) : text;
 }
+
+// What windows-1252's bytes 0x80 to 0x9f stand for (WHATWG's index); five are left undefined, as themselves.
+const WINDOWS_1252_80_9F =
+  "\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f" +
+  "\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178";
 
 /** What a body that is not text is, in words: "a PDF document (application/pdf, 1,234 bytes)". */
 export function describeBinary(mime: string, length: string | undefined): string {

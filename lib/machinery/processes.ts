@@ -51,6 +51,8 @@ export interface CommandOptions {
 export function runCommand(command: string, options: CommandOptions): Promise<number | null> {
   const { cwd, timeoutMs, output, errors = output, args = [], input, signal } = options;
   return new Promise((resolve, reject) => {
+    // A signal given already fires no "abort" event: the command would run to its end.
+    if (signal?.aborted) return reject(new Error("cancelled by the user; the command was not started"));
     // stdin is /dev/null unless there is input, so `cat` or `read x` ends at once. `detached`
     // puts the command in its own process group; the mark in its environment follows
     // whatever it starts. --norc: a bash whose stdin is a socket (as Node's pipes are) may

@@ -387,7 +387,9 @@ function wholeTextPattern(pattern: string): string | undefined {
  */
 function requiredText(pattern: string): string | undefined {
   if (/[|(){}\uFFFD]/.test(pattern)) return undefined;
-  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\[\s\S]/; // [...], or \ and the character after it
+  // [...], or an escape: \ and the character after it, or all of \x41, \u0041, \cJ and \101,
+  // which stand for one character each (their digits and letters are not text to look for).
+  const oneOfSeveral = /\[(?:\\.|[^\]\\])*\]|\\(?:x[\da-fA-F]{2}|u[\da-fA-F]{4}|c[a-zA-Z]|[0-7]{1,3}|[\s\S])/;
   const notPlain = /[\s\S]?[?*]|[.^$+]/; // a character with ? or * after it; . ^ $ +
   let longest = "";
   for (const piece of pattern.split(oneOfSeveral)) {

@@ -12,8 +12,12 @@ import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import { parseEnv } from "node:util";
 
-/** The workbook's own .env: next to its package.json, two folders above this file. */
-export const WORKBOOK_ENV = path.resolve(import.meta.dirname, "..", "..", ".env");
+/**
+ * The workbook's own .env: next to its package.json, two folders above this file. The person
+ * may name another with WORKBOOK_ENV_FILE (one file per provider, say); a project cannot, since
+ * it cannot set the person's environment.
+ */
+export const workbookEnvFile = () => process.env.WORKBOOK_ENV_FILE || path.resolve(import.meta.dirname, "..", "..", ".env");
 export const MAX_ENV_BYTES = 64 * 1024;
 
 /** Why the workbook's .env could not be used, if it could not: the program says so and stops (lib/runtime/program.ts). */
@@ -25,7 +29,8 @@ export let envProblem: string | undefined;
  * the program reports before it does anything, since a learner who wrote a key there expects
  * it to be used.
  */
-export function loadWorkbookEnv(file = WORKBOOK_ENV): void {
+export function loadWorkbookEnv(file = workbookEnvFile()): void {
+  envProblem = undefined;
   let text: string | undefined;
   try {
     text = readSettingsFile(file, MAX_ENV_BYTES);
