@@ -13,6 +13,8 @@ export interface StageFigures {
   file: string;
   /** Non-blank, non-comment lines. */
   loc: number;
+  /** Every line of the file, comments included: what the size target counts. */
+  lines: number;
   /** Lines of code new or changed since the parent (all of them when there is none). */
   newLoc: number;
   /** The parent stage it is compared with, when its file is present. */
@@ -33,7 +35,7 @@ export default defineLoader({
     for (const [id, file] of presentStages(REPO_ROOT)) {
       const text = readFileSync(path.join(REPO_ROOT, "agents", file), "utf8");
       const changes = stageChanges(REPO_ROOT, id);
-      stages[id] = { id, file, loc: changes.loc, newLoc: changes.newLoc, parent: changes.parent?.id ?? null, tools: toolCount(text, file) ?? null, machinery: machineryOf(text) };
+      stages[id] = { id, file, loc: changes.loc, lines: text.split("\n").length - 1, newLoc: changes.newLoc, parent: changes.parent?.id ?? null, tools: toolCount(text, file) ?? null, machinery: machineryOf(text) };
     }
     return stages;
   },

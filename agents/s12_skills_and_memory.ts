@@ -44,19 +44,20 @@ import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_MODE, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT, modeProblem, safePath,
-  ToolRegistry, workspace, type FileChange, type Params,
+  APPROVAL_HELP, APPROVAL_MODE, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT,
+  modeProblem, safePath, ToolRegistry, workspace, type FileChange, type Params,
 } from "./s06_tool_registry.ts";
 
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
+const AUTH_TOKEN = process.env.ANTHROPIC_AUTH_TOKEN || undefined; // a bearer token, for providers that ask for one
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 // The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
 // SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
-const client = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
+const client = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace (s06's: the directory the program runs in) is read at each call; so is the system prompt.
 const systemPrompt = () =>
   `You are a coding agent working in ${workspace()}. read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly. ` +
@@ -412,10 +413,13 @@ function showText(response: Message): void {
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */
-function endTurn(response: Message, messages: MessageParam[]): void {
+function endTurn(response: Message, messages: MessageParam[]): void | Promise<void> {
+  // A server tool (web search, code execution) still at work: the turn goes on when it is sent back as it is.
+  if (response.stop_reason === "pause_turn") return agentLoop(messages);
   if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
-  if (response.stop_reason !== "max_tokens") return;
-  console.log(`[the reply was cut off at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS]`);
+  const cutOff = { max_tokens: `at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS`, model_context_window_exceeded: "because the context window is full: start a new session" };
+  if (response.stop_reason !== "max_tokens" && response.stop_reason !== "model_context_window_exceeded") return;
+  console.log(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
   // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
   const calls = response.content.filter((block) => block.type === "tool_use");
   if (calls.length === 0) return;
@@ -425,7 +429,7 @@ function endTurn(response: Message, messages: MessageParam[]): void {
       type: "tool_result" as const,
       tool_use_id: call.id,
       is_error: true,
-      content: "Not run: your reply was cut off by max_tokens before this call was complete.",
+      content: `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`,
     })),
   });
 }
@@ -438,10 +442,11 @@ export const main = (args = process.argv.slice(2)) =>
     title: "Skills and Memory",
     agentLoop,
     prepareReplay,
-    hasKey: API_KEY !== undefined,
+    hasKey: Boolean(API_KEY || AUTH_TOKEN),
     args,
     options: ["--approval-mode"],
     settingsProblem: modeProblem,
+    help: [APPROVAL_HELP],
   });
 
 if (isMain(import.meta.url)) await main();

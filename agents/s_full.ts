@@ -74,6 +74,7 @@ import { cancellable, terminal } from "../lib/runtime/terminal.ts";
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes
 const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
+const AUTH_TOKEN = process.env.ANTHROPIC_AUTH_TOKEN || undefined; // a bearer token, for providers that ask for one
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters the model sees of an error, or of a part of a result with images
@@ -83,7 +84,7 @@ const MAX_OUTPUT = 30_000; // characters the model sees of an error, or of a par
 // `client` (region `client`, s11) hands its requests to this one after compacting what they
 // carry; a subagent (s10) calls the same `client`, so its own conversation is kept and
 // compacted the same way.
-const provider = modelClient({ apiKey: API_KEY, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
+const provider = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
 // The workspace is the directory the program runs in. It is read at each call rather than
 // stored, so the offline replay and the tests run this same code in a temporary folder; the
 // system prompt is written at each request for the same reason. It is every stage's sentences
@@ -2434,11 +2435,14 @@ function showText(response: Message): void {
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */
-function endTurn(response: Message, messages: MessageParam[]): void {
+function endTurn(response: Message, messages: MessageParam[]): void | Promise<void> {
+  // A server tool (web search, code execution) still at work: the turn goes on when it is sent back as it is.
+  if (response.stop_reason === "pause_turn") return agentLoop(messages);
   countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)
   if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
-  if (response.stop_reason !== "max_tokens") return;
-  console.log(`[the reply was cut off at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS]`);
+  const cutOff = { max_tokens: `at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS`, model_context_window_exceeded: "because the context window is full: start a new session" };
+  if (response.stop_reason !== "max_tokens" && response.stop_reason !== "model_context_window_exceeded") return;
+  console.log(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
   // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
   const calls = response.content.filter((block) => block.type === "tool_use");
   if (calls.length === 0) return;
@@ -2448,7 +2452,7 @@ function endTurn(response: Message, messages: MessageParam[]): void {
       type: "tool_result" as const,
       tool_use_id: call.id,
       is_error: true,
-      content: "Not run: your reply was cut off by max_tokens before this call was complete.",
+      content: `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`,
     })),
   });
 }
@@ -2481,10 +2485,15 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
       stage: "full",
       title: "The Capstone",
       agentLoop,
-      hasKey: API_KEY !== undefined,
+      hasKey: Boolean(API_KEY || AUTH_TOKEN),
       args,
       options: ["--approval-mode"],
       settingsProblem: modeProblem ?? thresholdProblem,
+      help: [
+        "  --approval-mode <mode>  default (ask before edits and commands), auto-edit (ask before commands), yolo (never ask), plan (read only); or APPROVAL_MODE",
+        "  --list-tools            list the tools this folder's .agent/settings.json brings, and where each comes from",
+        `  COMPACT_THRESHOLD       input tokens after which the conversation is summarised (default ${DEFAULT_THRESHOLD})`,
+      ],
       prepareReplay,
       prepareSession: async () => void (await discoverTools()),
       commands: { "--list-tools": listTools },

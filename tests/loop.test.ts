@@ -76,9 +76,31 @@ describe.each(stages)("%s agent loop", (_stage, file) => {
 
   it("tells the person when the model declines to continue (stop_reason refusal)", async () => {
     const { agentLoop } = await import(file);
-    replay(scenarioOf([reply.text("", "refusal")]));
+    replay(scenarioOf([reply.text("I will not help with that.", "refusal")]));
     await agentLoop([{ role: "user", content: "go" }]);
     expect(printed).toContain("[the model declined to continue]");
+  });
+
+  it("sends a paused turn (pause_turn: a server tool at work) back as it is, and the turn goes on", async () => {
+    const { agentLoop } = await import(file);
+    const session = replay(scenarioOf([reply.text("Searching the web…", "pause_turn"), reply.text("Found it.")]));
+    const messages: MessageParam[] = [{ role: "user", content: "go" }];
+    await agentLoop(messages);
+    expect(session.requests).toHaveLength(2);
+    expect(session.requests[1].messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: "Searching the web…" }] });
+    expect(printed).toContain("Found it.");
+    expect(session.verdict()).toEqual([]);
+  });
+
+  it("says a reply was cut off because the context window is full, and answers the call cut off in it", async () => {
+    const { agentLoop } = await import(file);
+    const cut = { ...reply.tools([{ id: "toolu_cut", name: "bash", input: { command: "ec" } }]), stop_reason: "model_context_window_exceeded" as const };
+    const session = replay(scenarioOf([cut, reply.text("after")]));
+    const messages: MessageParam[] = [{ role: "user", content: "go" }];
+    await agentLoop(messages);
+    expect(printed).toContain("[the reply was cut off because the context window is full: start a new session]");
+    expect(messages.at(-1)).toMatchObject({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_cut", is_error: true }] });
+    expect(session.requests).toHaveLength(1); // the turn is over: nothing ran
   });
 
   it("reports a reply cut off by max_tokens to the person", async () => {

@@ -76,7 +76,7 @@ describe("s01 with no key", () => {
       const { code, output } = await runMain(s01);
       expect(code, output).toBe(0);
       const lines = output.split("\n");
-      expect(lines[0]).toBe("No ANTHROPIC_API_KEY set: replaying the recorded demo of s01 instead.");
+      expect(lines[0]).toBe("No key set (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): replaying the recorded demo of s01 instead.");
       for (const prompt of loadScenario("s01").prompts) expect(output).toContain(`s01 >> ${prompt}`);
       expect(lines.filter(Boolean).at(-1)).toMatch(/^To use a real model: set ANTHROPIC_API_KEY/);
       expect(readdirSync(workspace.dir)).toEqual(["tmp"]); // never the learner's folder
@@ -131,10 +131,13 @@ describe("the offline demo, as a learner starts it", () => {
     }
   });
 
-  it("a prompt given with no key gets the demo instead, saying why", async () => {
+  it("a prompt given with no key is not answered with the demo: it says what to set, and exits 1", async () => {
     const { code, output } = await runMain(s01, ["Read package.json"]);
-    expect(output.split("\n")[0]).toBe("No ANTHROPIC_API_KEY set: your prompt needs a real model, so here is the recorded demo of s01 instead.");
-    expect(code).toBe(0);
+    expect(output).toBe(
+      "[error] Your prompt needs a real model, and no key is set. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, for a provider that asks for a bearer token; " +
+        "and ANTHROPIC_BASE_URL, MODEL_ID for another provider), in your shell or in the workbook's .env. Without a prompt, s01 replays its recorded demo.\n",
+    );
+    expect(code).toBe(1);
   });
 });
 
@@ -230,7 +233,7 @@ describe("provider errors end the turn with one line; the prompt comes back; the
   const provider = useProvider();
 
   it.each([
-    [401, "authentication_error", /^\[error\] 401 the API key was refused: check ANTHROPIC_API_KEY \(invalid x-api-key\)\.$/m],
+    [401, "authentication_error", /^\[error\] 401 the key was refused: check ANTHROPIC_API_KEY \(or ANTHROPIC_AUTH_TOKEN\) \(invalid x-api-key\)\.$/m],
     [429, "rate_limit_error", /^\[error\] 429 rate limited: wait a moment, then try again/m],
     [529, "overloaded_error", /^\[error\] 529 the provider is overloaded: try again shortly/m],
     [500, "api_error", /^\[error\] 500 the provider had a problem: try again shortly/m],
@@ -330,7 +333,8 @@ describe("record mode", () => {
     const { code, output } = await runMain(s01, ["--record", file]);
     expect(code).toBe(1);
     expect(output).toBe(
-      "[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. Set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, MODEL_ID for another provider) or put them in .env.\n",
+      "[error] Recording needs a real model, and no key is set. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, for a provider that asks for a bearer token; " +
+        "and ANTHROPIC_BASE_URL, MODEL_ID for another provider), in your shell or in the workbook's .env.\n",
     );
     expect(existsSync(file)).toBe(false);
   });

@@ -451,7 +451,7 @@ describe("s11 compaction asked for", () => {
   it("the compact tool when the summary fails: the model reads the tool's result, which says so", async () => {
     const cut = reply.text("", "end_turn");
     const { requests } = await play(replay, [reply.tools([{ id: "toolu_c2", name: "compact", input: {} }]), cut, reply.text("done")]);
-    expect(printed.join("\n")).toContain("[warning] not compacted: the summary request failed (the model wrote no summary)");
+    expect(printed.join("\n")).toContain("[warning] not compacted: the summary request failed (the model sent an empty reply (stop_reason end_turn))");
     expect(resultText(blocks((requests[2].messages as MessageParam[])[2])[0] as ToolResultBlockParam)).toMatch(/If you can still read this, the summary could not be made and nothing was compacted\.$/);
   });
 });

@@ -50,6 +50,8 @@ export const UI = {
     usedBy: "Used by",
     sizes: {
       stage: "stage",
+      lines: "lines in the file (target)",
+      ofTarget: (lines: number, target: number) => `${lines} (≤ ${target.toLocaleString("en-US")})`,
       loc: "lines of code",
       fresh: "new or changed",
       parent: "built from",
@@ -102,6 +104,8 @@ export const UI = {
     usedBy: "使っているステージ",
     sizes: {
       stage: "ステージ",
+      lines: "ファイルの行数(目標)",
+      ofTarget: (lines: number, target: number) => `${lines}(${target.toLocaleString("en-US")} 以下)`,
       loc: "コードの行数",
       fresh: "新規・変更",
       parent: "親",

@@ -4,7 +4,9 @@
 //
 // It is strict on purpose: a request past the end of the scenario, a request whose tool
 // results do not answer the tool calls just before them, or replies left over at the end
-// are all problems, because each means the loop did not do what the recording expects.
+// are all problems, because each means the loop did not do what the recording expects. And
+// it refuses what the real API refuses (apiProblem): an empty text block or message, a tool
+// call left without its result anywhere in the history.
 import { createRequire } from "node:module";
 import { isDeepStrictEqual } from "node:util";
 import type { HttpHandler } from "msw";
@@ -56,6 +58,8 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     }
     const mismatch = unansweredCalls(body, scenario.replies.slice(0, index));
     if (mismatch) return refuse(problems, `request ${index + 1}: ${mismatch}`);
+    const refused = apiProblem(body);
+    if (refused) return refuse(problems, `request ${index + 1}: the API would refuse it: ${refused}`);
     next += 1;
     return Response.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
   });
@@ -93,6 +97,37 @@ function unansweredCalls(body: MessageCreateParams, served: Message[]): string |
   if (!wasServed) return `the tool calls [${asked.join(", ")}] before the results are not in any reply the replay served`;
   if (asked.join(",") === answered.join(",")) return undefined;
   return `expected tool results for [${asked.join(", ")}] in that order, got [${answered.join(", ")}]`;
+}
+
+/**
+ * What the Messages API refuses in a request's history, in its words: a conversation that
+ * does not start with the person, a message with no content (but a final assistant one), an
+ * empty text block, and a tool call whose result is not in the next message. A loop that lets
+ * one of these into its history has every later request refused.
+ */
+export function apiProblem(body: MessageCreateParams): string | undefined {
+  const { messages } = body;
+  if (messages.length === 0) return "messages: at least one message is required";
+  if (messages[0].role !== "user") return "messages: the first message must use the user role";
+  for (const [i, message] of messages.entries()) {
+    const content = typeof message.content === "string" ? [{ type: "text" as const, text: message.content }] : message.content;
+    const last = i === messages.length - 1;
+    if (content.length === 0 && !(last && message.role === "assistant")) {
+      return `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
+    }
+    const empty = content.findIndex((block) => block.type === "text" && block.text.trim() === "");
+    if (empty >= 0 && !(last && message.role === "assistant")) return `messages.${i}.content.${empty}.text: text content blocks must contain non-whitespace text`;
+    if (message.role !== "assistant") continue;
+    const calls = idsOf(message.content, "tool_use");
+    const next = messages[i + 1];
+    if (calls.length === 0 || !next) continue;
+    const answered = next.role === "user" ? idsOf(next.content, "tool_result") : [];
+    const missing = calls.filter((id) => !answered.includes(id));
+    if (missing.length > 0) {
+      return `messages.${i + 1}: tool_use ids were found without tool_result blocks immediately after: ${missing.join(", ")}. Each tool_use block must have a corresponding tool_result block in the next message`;
+    }
+  }
+  return undefined;
 }
 
 /** The ids of a message's tool_use blocks, or of its tool_result blocks. */

@@ -1,4 +1,5 @@
-// The model's client: the official SDK, pointed at any Anthropic-compatible API.
+// The model's client: the official SDK, pointed at any Anthropic-compatible API, and careful
+// about what comes back.
 //
 // Loading the SDK is the slowest thing a stage would do at start (hundreds of modules, most
 // of a second under tsx), and a replay or a prompt should answer at once. So the SDK is
@@ -9,6 +10,18 @@
 // ES module a tsx program imports is handed to tsx's loader thread and back (about 3 ms
 // each), and the SDK is some 300 modules with its one dependency. Required, they load in
 // this thread as plain Node would: most of a second of processor less for every replay.
+//
+// Providers are not all the API. What this client smooths over, so the loop never has to
+// (each seen from a real provider or gateway):
+// - a reply that is not the API's JSON at all (a captive portal's HTML, a base URL that
+//   answers with something else): one line that names ANTHROPIC_BASE_URL and what came;
+// - an empty text block before a tool call, which the API refuses when it is sent back;
+// - tool calls with stop_reason "end_turn" (a gateway's mapping): the calls still run, since
+//   every tool_use in the history must get its result;
+// - a reply with no content at all: an error for this turn, so nothing empty enters the
+//   history and the next prompt still works;
+// - retries (429, 529, 5xx) announced with how long the SDK waits, and a model that takes long
+//   to answer said so every WAIT_NOTICE seconds, on a terminal or in a pipe.
 import { createRequire } from "node:module";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming } from "@anthropic-ai/sdk/resources/messages";
@@ -20,11 +33,18 @@ export interface ModelClient {
 }
 
 export interface ModelSettings {
-  /** With no key the program only replays, so a placeholder is used and never sent anywhere. */
+  /** ANTHROPIC_API_KEY, sent as x-api-key. With no key and no token the program only replays: a placeholder is used and never sent. */
   apiKey: string | undefined;
+  /** ANTHROPIC_AUTH_TOKEN, sent as a bearer token (OpenRouter, Ollama, LM Studio, Kimi and GLM ask for it). */
+  authToken?: string | undefined;
   /** Another provider's address (ANTHROPIC_BASE_URL); undefined for Anthropic itself. */
   baseURL: string | undefined;
 }
+
+/** Retries of one request (after the first try), as the SDK does them. */
+export const MAX_RETRIES = 2;
+/** Seconds of waiting for a reply before the person is told, and then again every WAIT_NOTICE.every. */
+export const WAIT_NOTICE = { first: 10, every: 30 };
 
 const require = createRequire(import.meta.url);
 
@@ -37,17 +57,92 @@ export function modelClient(settings: ModelSettings): ModelClient {
   let sdk: Promise<Anthropic> | undefined;
   const connect = async () => {
     const { default: Anthropic } = sdkModule();
+    const credentials = settings.apiKey || settings.authToken;
     return new Anthropic({
-      apiKey: settings.apiKey ?? "no-key-replay-only",
+      // null, not undefined: the SDK would otherwise read ANTHROPIC_API_KEY itself.
+      apiKey: credentials ? (settings.apiKey ?? null) : "no-key-replay-only",
+      authToken: settings.authToken ?? null,
       baseURL: settings.baseURL,
+      maxRetries: MAX_RETRIES,
       // Looked up at each request, so the replay (msw) can stand in for the API: the SDK
       // would otherwise keep the `fetch` it found when the client was made.
-      fetch: (url, init) => fetch(url, init),
+      fetch: async (url, init) => announceRetry(await fetch(url, init), init),
     });
   };
   return {
     messages: {
-      create: async (request, options) => (await (sdk ??= connect())).messages.create(request, options),
+      create: async (request, options) => {
+        const client = await (sdk ??= connect());
+        const reply: unknown = await whileWaiting(() => client.messages.create(request, options));
+        return checkedReply(reply, settings.baseURL);
+      },
     },
   };
+}
+
+/** A reply as the loop may take it, or an error that says what came instead. */
+export function checkedReply(reply: unknown, baseURL: string | undefined): Message {
+  const message = reply as Message;
+  if (typeof reply !== "object" || reply === null || !Array.isArray(message.content)) {
+    const what = typeof reply === "string" ? `text: ${JSON.stringify(reply.trim().slice(0, 80))}` : JSON.stringify(reply)?.slice(0, 80) ?? String(reply);
+    throw new Error(
+      `${baseURL || "the Anthropic API"} did not answer with a Messages API reply (it sent ${what}). ` +
+        "Check ANTHROPIC_BASE_URL: it is the provider's Anthropic-compatible address, without /v1/messages.",
+    );
+  }
+  // An empty text block (some providers send one before a tool call) is refused when sent back.
+  const content = message.content.filter((block) => block.type !== "text" || block.text.trim() !== "");
+  if (content.length === 0) {
+    throw new Error(message.stop_reason === "refusal" ? "the model declined to answer" : `the model sent an empty reply (stop_reason ${message.stop_reason})`);
+  }
+  // Calls the model made must run, whatever stop reason a gateway put on them; a reply cut off
+  // (max_tokens, a full context window) keeps its reason, since a call in it may be incomplete.
+  const calls = content.some((block) => block.type === "tool_use");
+  const ended = message.stop_reason === "end_turn" || message.stop_reason === "stop_sequence" || message.stop_reason === null;
+  const stopReason = calls && ended ? "tool_use" : message.stop_reason;
+  return { ...message, content, stop_reason: stopReason };
+}
+
+/**
+ * The SDK retries a 429, a 529 or a 5xx by itself, after the time the provider asks for
+ * (retry-after) or a short backoff. Say so, with how long, so a wait is never silent.
+ */
+function announceRetry(response: Response, init: RequestInit | undefined): Response {
+  const retryable = response.status === 408 || response.status === 409 || response.status === 429 || response.status >= 500;
+  if (response.ok || !retryable || response.headers.get("x-should-retry") === "false") return response;
+  const attempt = Number(new Headers(init?.headers).get("x-stainless-retry-count") ?? 0);
+  if (attempt >= MAX_RETRIES) return response; // the SDK gives up now, and the error says why
+  const why = response.status === 429 ? "rate limited (429)" : response.status === 529 ? "overloaded (529)" : `the provider answered ${response.status}`;
+  console.log(`[${why}: trying again in ${retryDelay(response.headers, attempt)}, attempt ${attempt + 2} of ${MAX_RETRIES + 1}]`);
+  return response;
+}
+
+/** How long the SDK will wait before it tries again, in words (its own rule: retry-after-ms, retry-after, else a short backoff). */
+function retryDelay(headers: Headers, attempt: number): string {
+  const ms = Number(headers.get("retry-after-ms"));
+  const seconds = Number(headers.get("retry-after"));
+  const date = Date.parse(headers.get("retry-after") ?? "");
+  const wait = ms > 0 ? ms / 1000 : seconds > 0 ? seconds : date > Date.now() ? (date - Date.now()) / 1000 : undefined;
+  if (wait === undefined) return `about ${Math.min(0.5 * 2 ** attempt, 8)} s`;
+  if (wait < 1) return `${Math.round(wait * 1000)} ms`;
+  return wait < 10 ? `${Math.round(wait * 10) / 10} s` : `${Math.round(wait)} s (as the provider asks; Ctrl-C stops waiting)`;
+}
+
+/** Run `request`; while it has not answered, say every so often how long it has been. */
+async function whileWaiting<T>(request: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const notice = (delay: number) => {
+    timer = setTimeout(() => {
+      console.log(`[waiting for the model: ${Math.round((Date.now() - started) / 1000)} s so far; Ctrl-C stops]`);
+      notice(WAIT_NOTICE.every);
+    }, delay * 1000);
+    timer.unref();
+  };
+  notice(WAIT_NOTICE.first);
+  try {
+    return await request();
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -40,6 +40,8 @@ export interface StageProgram {
   settingsProblem?: string;
   /** Flags with no value that do one job instead of a session (s08: `--list-tools`); each resolves to the exit code. */
   commands?: Record<string, () => Promise<number>>;
+  /** Lines `--help` adds for the stage's own options, commands and settings ("  --approval-mode <mode>  ..."). */
+  help?: string[];
   /** Called before the first prompt of a live session (s08: the tools of the workspace are discovered). */
   prepareSession?: () => void | Promise<void>;
   /**
@@ -52,10 +54,20 @@ export interface StageProgram {
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
 const HOW_TO_USE_A_MODEL =
-  "To use a real model: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, MODEL_ID for another provider) or put them in .env.";
+  "To use a real model: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, for a provider that asks for a bearer token; and ANTHROPIC_BASE_URL, MODEL_ID for another provider), in your shell or in the workbook's .env.";
+
+/** The flags every stage takes; a stage adds its own (`options`, `commands`). */
+const FLAGS = ["--help", "-h", "--replay", "--record", "--"];
+/** A word that looks like a flag rather than a prompt: `-h`, `--approval-mode=plan`. */
+const looksLikeFlag = (word: string) => /^--?[A-Za-z][\w-]*(=.*)?$/.test(word);
 
 /** Run a stage as a program; resolves to the exit code. */
 export async function runProgram(program: StageProgram): Promise<number> {
+  const asked = withoutOptions(program.args, program.options ?? [])[0];
+  if (asked === "--help" || asked === "-h") {
+    console.log(usage(program));
+    return 0;
+  }
   if (envProblem) {
     console.log(`[error] ${envProblem}`);
     return 1;
@@ -64,23 +76,62 @@ export async function runProgram(program: StageProgram): Promise<number> {
     console.log(`[error] ${program.settingsProblem}`);
     return 1;
   }
+  const words = withoutOptions(program.args, program.options ?? []);
+  // A word that looks like a flag and is not one is a typo, never a prompt for the model.
+  // `--` ends the flags: `-- "-n means what?"` is a prompt.
+  const flags = words.slice(0, words.includes("--") ? words.indexOf("--") : undefined);
+  const unknown = flags.find((word) => looksLikeFlag(word) && !FLAGS.includes(word) && !Object.hasOwn(program.commands ?? {}, word));
+  if (unknown) {
+    console.log(`[error] ${program.stage} has no option ${unknown}. See --help; to send a prompt that starts with -, put -- before it.`);
+    return 2;
+  }
   // A command is the first word after the stage's options; the same word later on is part of a prompt.
-  const [first] = withoutOptions(program.args, program.options ?? []);
+  const [first] = words;
   const command = program.commands && first !== undefined && Object.hasOwn(program.commands, first) ? program.commands[first] : undefined;
   if (command) return command();
-  const { flag, value, rest } = parseArgs(withoutOptions(program.args, program.options ?? []));
+  const { flag, value, rest } = parseArgs(words.filter((word, i) => word !== "--" || i !== words.indexOf("--")));
   if (flag === "--replay") return replayDemo(program, value);
   if (flag === "--record" && !program.hasKey) {
-    console.log(`[error] Recording needs a real model, and no ANTHROPIC_API_KEY is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")}`);
+    console.log(`[error] Recording needs a real model, and no key is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")}`);
+    return 1;
+  }
+  if (!program.hasKey && rest.length > 0) {
+    // Answering with the demo would look like an answer: say what is missing, and fail.
+    console.log(`[error] Your prompt needs a real model, and no key is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")} Without a prompt, ${program.stage} replays its recorded demo.`);
     return 1;
   }
   if (!program.hasKey) {
-    const why = rest.length > 0 ? "your prompt needs a real model, so here is" : "replaying";
-    console.log(`No ANTHROPIC_API_KEY set: ${why} the recorded demo of ${program.stage} instead.`);
+    console.log(`No key set (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): replaying the recorded demo of ${program.stage} instead.`);
     return replayDemo(program, undefined);
   }
   if (flag === "--record") return record(program, value, rest);
   return converse(program, rest);
+}
+
+/** What `--help` prints: how to run the stage, its own flags, and the settings it reads. */
+function usage(program: StageProgram): string {
+  const file = path.basename(process.argv[1] ?? "");
+  const run = `npx tsx agents/${/^s(\d\d_\w+|_full)\.ts$/.test(file) ? file : `${program.stage}_….ts`}`;
+  return [
+    `${program.stage}: ${program.title}`,
+    ``,
+    `Usage:`,
+    `  ${run}                      a prompt: ${program.stage} >> (with no key: replays the recorded demo)`,
+    `  ${run} "a request"          one request, then exit`,
+    `  ${run} --replay [scenario]  replay fixtures/${program.stage}/<scenario>.json (default: demo), offline`,
+    `  ${run} --record <name>      a real session, saved as fixtures/${program.stage}/<name>.json`,
+    `  ${run} --help               this text`,
+    ...(program.help && program.help.length > 0 ? [``, `Options of ${program.stage}:`, ...program.help] : []),
+    ``,
+    `Settings (the environment, or the workbook's .env; never the .env of the folder you work in):`,
+    `  ANTHROPIC_API_KEY      your key, sent as x-api-key`,
+    `  ANTHROPIC_AUTH_TOKEN   a bearer token instead, for providers that ask for one`,
+    `  ANTHROPIC_BASE_URL     another provider's Anthropic-compatible address`,
+    `  MODEL_ID               the model (default claude-sonnet-5-5)`,
+    `  WORKBOOK_ENV_FILE      another settings file than the workbook's .env`,
+    ``,
+    `At the prompt, q, exit, an empty line, Ctrl-D or Ctrl-C leaves. The workspace is the folder you start in.`,
+  ].join("\n");
 }
 
 /** The value given for `--name value` or `--name=value`, if any. */
@@ -193,7 +244,7 @@ export function describeProviderError(error: unknown): string {
     const detail = firstLine(apiMessage(error));
     const hints: Record<number, string> = {
       400: "the request was refused",
-      401: "the API key was refused: check ANTHROPIC_API_KEY",
+      401: "the key was refused: check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
       403: "this key may not use that model or endpoint",
       404: "not found: check MODEL_ID and ANTHROPIC_BASE_URL",
       429: "rate limited: wait a moment, then try again",
