@@ -6,12 +6,12 @@ import { CAPSTONE, LAYERS, MACHINERY, machineryLink, STAGES, stageLink, type Lan
 
 const LABELS = {
   en: {
-    start: "Start here", gettingStarted: "Getting started", curriculum: "The curriculum", planned: "planned",
+    start: "Start here", gettingStarted: "Getting started", providers: "Models and providers", curriculum: "The curriculum", planned: "planned",
     stages: "Stages", capstone: "Capstone", workshop: "Workshop", instructors: "For instructors", exercise: (id: string) => `${id} exercise`,
     more: "More", benchmarks: "Benchmarks", underTheHood: "Under the hood", overview: "What lives in lib/machinery",
   },
   ja: {
-    start: "はじめに", gettingStarted: "はじめかた", curriculum: "カリキュラム", planned: "準備中",
+    start: "はじめに", gettingStarted: "はじめかた", providers: "モデルとプロバイダ", curriculum: "カリキュラム", planned: "準備中",
     stages: "ステージ", capstone: "総仕上げ", workshop: "ワークショップ", instructors: "講師の方へ", exercise: (id: string) => `${id} の演習`,
     more: "その他", benchmarks: "ベンチマーク", underTheHood: "舞台裏", overview: "lib/machinery の中身",
   },
@@ -50,6 +50,7 @@ export function sidebar(lang: Lang, present: ReadonlyMap<string, string>, option
       text: label.start,
       items: [
         { text: label.gettingStarted, link: `${prefix(lang)}getting-started` },
+        { text: label.providers, link: `${prefix(lang)}providers` },
         { text: label.curriculum, link: `${prefix(lang)}curriculum` },
       ],
     },

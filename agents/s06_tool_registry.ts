@@ -35,7 +35,7 @@ import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.t
 import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { runCommand } from "../lib/machinery/processes.ts";
-import { readText } from "../lib/machinery/safe-read.ts";
+import { NotText, readText } from "../lib/machinery/safe-read.ts";
 import { schemaCheck } from "../lib/machinery/validation.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
@@ -476,8 +476,18 @@ export interface FileChange {
 export function proposeWrite(params: Params): FileChange {
   const given = String(params.path);
   const file = safePath(given);
-  const before = existsSync(file) && !statSync(file).isDirectory() ? readText(file, given) : undefined;
+  const before = existsSync(file) && !statSync(file).isDirectory() ? oldText(file, given) : undefined;
   return { given, file, before, after: String(params.content) };
+}
+
+/** What a file held, for the diff the person sees; a binary or very large one is named, not shown (and may be replaced). */
+function oldText(file: string, given: string): string {
+  try {
+    return readText(file, given);
+  } catch (error) {
+    if (error instanceof NotText) return `(${statSync(file).size} bytes that are not shown: ${error.message})\n`;
+    throw error;
+  }
 }
 // #endregion write-file
 

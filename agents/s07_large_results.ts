@@ -291,8 +291,8 @@ const readFileTool = defineTool({
 
 // #region grep
 // Search is how the model finds the part worth reading, in the project or in a saved result,
-// and it pages its answer as read_file pages lines. The files come from s03's walk (what a
-// project ignores is left out) and are searched by s03's search, in worker threads with a time
+// and it pages its answer as read_file pages lines. The files come from the walk (what a
+// project ignores is left out) and are searched in worker threads with a time
 // limit; only the paging and the report are this tool's own.
 const GREP_MODES = ["files_with_matches", "content", "count"];
 

@@ -35,7 +35,7 @@ import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
-import { APPROVAL_HELP, APPROVAL_MODE, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, ToolRegistry, workspace } from "./s06_tool_registry.ts";
+import { APPROVAL_HELP, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, ToolRegistry, workspace } from "./s06_tool_registry.ts";
 
 // #region config
 loadWorkbookEnv(); // the workbook's own .env, never the workspace's: a project must not choose where your key goes

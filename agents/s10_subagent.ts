@@ -36,7 +36,7 @@ import { modelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_HELP, APPROVAL_MODE, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, mustAsk,
+  APPROVAL_HELP, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, mustAsk,
   ToolRegistry, workspace, type AgentTool, type Params, type Verdict,
 } from "./s06_tool_registry.ts";
 
@@ -140,6 +140,8 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
         for (const block of response.content) if (block.type === "text") show(block.text);
+        // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
+        if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
         if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
         // Its calls would run, but it could never read their results.
         if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);

@@ -37,7 +37,7 @@ import { modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_HELP, APPROVAL_MODE, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, safePath,
+  APPROVAL_HELP, approve, CORE_TOOLS, defineTool, MAX_OUTPUT, modeProblem, safePath,
   ToolRegistry, workspace,
 } from "./s06_tool_registry.ts";
 

@@ -44,7 +44,7 @@ import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_HELP, APPROVAL_MODE, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT,
+  APPROVAL_HELP, approve, CORE_TOOLS, defineTool, followLinks, isInside, MAX_OUTPUT,
   modeProblem, safePath, ToolRegistry, workspace, type FileChange, type Params,
 } from "./s06_tool_registry.ts";
 

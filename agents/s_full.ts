@@ -61,7 +61,7 @@ import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts"
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
-import { MAX_FILE_BYTES, readPage, readText } from "../lib/machinery/safe-read.ts";
+import { MAX_FILE_BYTES, NotText, readPage, readText } from "../lib/machinery/safe-read.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
@@ -526,8 +526,18 @@ interface FileChange {
 function proposeWrite(params: Params): FileChange {
   const given = String(params.path);
   const file = safePath(given);
-  const before = existsSync(file) && !statSync(file).isDirectory() ? readText(file, given) : undefined;
+  const before = existsSync(file) && !statSync(file).isDirectory() ? oldText(file, given) : undefined;
   return { given, file, before, after: String(params.content) };
+}
+
+/** What a file held, for the diff the person sees; a binary or very large one is named, not shown (and may be replaced). */
+function oldText(file: string, given: string): string {
+  try {
+    return readText(file, given);
+  } catch (error) {
+    if (error instanceof NotText) return `(${statSync(file).size} bytes that are not shown: ${error.message})\n`;
+    throw error;
+  }
 }
 // #endregion write-file
 
@@ -607,8 +617,8 @@ function noMatchHint(content: string, find: string, crlf: boolean): string {
 
 // #region grep
 // Search is how the model finds the part worth reading, in the project or in a saved result,
-// and it pages its answer as read_file pages lines. The files come from s03's walk (what a
-// project ignores is left out) and are searched by s03's search, in worker threads with a time
+// and it pages its answer as read_file pages lines. The files come from the walk (what a
+// project ignores is left out) and are searched in worker threads with a time
 // limit; only the paging and the report are this tool's own.
 const GREP_MODES = ["files_with_matches", "content", "count"];
 
@@ -1537,12 +1547,12 @@ const todoWriteTool = defineTool({
   },
 });
 
-const TODO_MARKS: Record<TodoStatus, string> = { pending: "[ ]", in_progress: "[>]", completed: "[x]" };
+const MARKS: Record<TodoStatus, string> = { pending: "[ ]", in_progress: "[>]", completed: "[x]" };
 
 /** The list as a checklist, one line per item in the model's order; with ids for the model. */
 function checklist(list: Todo[], { ids = false } = {}): string {
   if (list.length === 0) return "(the todo list is empty)";
-  return list.map((item) => `${TODO_MARKS[item.status]} ${ids ? `${item.id}: ` : ""}${item.content.replace(/\s+/g, " ").trim()}`).join("\n");
+  return list.map((item) => `${MARKS[item.status]} ${ids ? `${item.id}: ` : ""}${item.content.replace(/\s+/g, " ").trim()}`).join("\n");
 }
 
 /** "3 items: 1 completed, 1 in_progress, 1 pending" */
@@ -1708,6 +1718,8 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
         for (const block of response.content) if (block.type === "text") show(block.text);
+        // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
+        if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
         if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
         // Its calls would run, but it could never read their results.
         if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);
@@ -2237,8 +2249,8 @@ async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Pr
     return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
   }
   if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };
-  const confirmation = await tool.shouldConfirmExecute(params, signal);
-  if (!confirmation) return { run: true };
+  const first = await tool.shouldConfirmExecute(params, signal);
+  if (!first) return { run: true };
   const person = terminal();
   // Waiting for someone who is not there would hang the agent, and going ahead would be a
   // silent yes: refuse at once and say why.
@@ -2250,6 +2262,8 @@ async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Pr
   const done = await turnToAsk();
   try {
     if (alwaysAllowed.has(tool.name)) return { run: true }; // allowed for good while this one waited
+    // Worked out again now that it is this question's turn: an answer before it may have changed the file the diff shows.
+    const confirmation = (await tool.shouldConfirmExecute(params, signal)) || first;
     const child = childRun.getStore();
     const asker = child ? ` (asked by the subagent [${child.label}])` : "";
     console.log(`\n${confirmation.title}${asker}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
@@ -2365,8 +2379,6 @@ function forModel(callId: string, content: ToolResult["llmContent"]): ToolResult
   return content.map((block) => (block.type === "text" ? { ...block, text: clip(block.text, Math.floor(MAX_OUTPUT / texts)) } : block));
 }
 
-
-const marker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
 // #endregion run-tool
 
 // #region context

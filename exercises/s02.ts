@@ -59,6 +59,49 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "containment by startsWith: ../<workspace>-evil/ looks inside",
+      change: [["  const relative = path.relative(root, target);\n  // `..report.md` is a fine name; only a `..` segment leaves the folder.\n  return relative !== \"..\" && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);", "  return target.startsWith(root);"]],
+      fails: "dotdot",
+    },
+    {
+      name: "only a path of exactly .. counts as outside",
+      change: [["return relative !== \"..\" && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);", "return relative !== \"..\" && !path.isAbsolute(relative);"]],
+      fails: "dotdot",
+    },
+    {
+      name: "every name that starts with .. counts as outside (..notes.md too)",
+      change: [["return relative !== \"..\" && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);", "return !relative.startsWith(\"..\") && !path.isAbsolute(relative);"]],
+      fails: "inside-paths",
+    },
+    {
+      name: "links are not followed: the path as written is checked",
+      change: [["  const real = followLinks(full, given);", "  const real = full;"]],
+      fails: "symlinks",
+    },
+    {
+      name: "the real path only when the file exists",
+      change: [["  const real = followLinks(full, given);", "  const real = lexists(full) ? realpathSync(full) : full;"]],
+      fails: "symlinks",
+    },
+    {
+      name: "the absolute path is not resolved: path.join(root, given)",
+      change: [["  const full = path.resolve(root, given);", "  const full = path.join(root, given);"]],
+      fails: "inside-paths",
+    },
+    {
+      name: "read_file and write_file swapped in the map",
+      change: [["  read_file: readFile,\n  write_file: writeFile,", "  read_file: writeFile,\n  write_file: readFile,"]],
+      fails: "dispatch",
+    },
+    {
+      name: "edit_file left out of the map",
+      change: [["  edit_file: editFile,\n", ""]],
+      fails: "dispatch",
+    },
+  ],
   requirements: [
     {
       id: "dispatch",
@@ -111,6 +154,13 @@ export default defineExercise({
         const edit = `edit_file(${quote(secret.relative)})`;
         mustRefuse(t, edit, await t.tool("edit_file")({ path: secret.relative, old_text: "secret", new_text: "changed" }));
         mustBeUnchanged(t, secret.file, edit);
+        // A folder beside the workspace whose name starts with the workspace's: "inside" by the
+        // letters of its path (startsWith), outside by its folders.
+        const sibling = `${t.workspace}-evil`;
+        mkdirSync(sibling);
+        writeFileSync(path.join(sibling, "secret.txt"), SECRET);
+        const given = `../${path.basename(sibling)}/secret.txt`;
+        mustRefuse(t, `read_file(${quote(given)})`, await read({ path: given }));
       },
     },
     {
@@ -151,8 +201,19 @@ export default defineExercise({
         symlinkSync(t.outside, path.join(t.workspace, "out"));
         mustRefuse(t, 'read_file("out/secret.txt")', await t.tool("read_file")({ path: "out/secret.txt" }));
         const planted = 'write_file("out/new/planted.txt")';
-        mustRefuse(t, planted, await t.tool("write_file")({ path: "out/new/planted.txt", content: "x" }));
+        const answer = await t.tool("write_file")({ path: "out/new/planted.txt", content: "x" });
+        mustRefuse(t, planted, answer);
         mustNotExist(t, path.join(t.outside, "new"), planted);
+        // The write's own last check (a folder swapped while writing) stopped it, not the sandbox:
+        // safePath let a new file through a link because the file did not exist yet.
+        if (/while writing/.test(answer.text)) {
+          t.fail(
+            say(
+              `${planted} was let through by safePath (a file that does not exist yet has no real path of its own) and stopped only by the write's last check: ${quote(answer.text)}`,
+              `${planted} を safePath が通してしまい（まだないファイルには自分の実パスがありません）、書き込みの最後の確認でようやく止まりました: ${quote(answer.text)}`,
+            ),
+          );
+        }
         symlinkSync(path.join(t.outside, "not-yet.txt"), path.join(t.workspace, "dangling.txt"));
         const dangling = 'write_file("dangling.txt")';
         mustRefuse(t, dangling, await t.tool("write_file")({ path: "dangling.txt", content: "x" }));
@@ -185,6 +246,7 @@ export default defineExercise({
           const back = await read({ path: given });
           if (back.isError || back.text !== content) t.fail(say(`read_file(${quote(given)}) returned ${quote(back.text)}, not ${quote(content)}`, `read_file(${quote(given)}) が ${quote(content)} ではなく ${quote(back.text)} を返しました`));
         }
+        if (t.read("absolute-inside.txt") !== "absolute") t.fail(say(`write_file(${quote(path.join(t.workspace, "absolute-inside.txt"))}) did not write that file, but somewhere else`, `write_file(${quote(path.join(t.workspace, "absolute-inside.txt"))}) がそのファイルではなく別の場所に書きました`));
         if (t.read("~/home-looking.txt") !== "tilde") t.fail(say("~/home-looking.txt was not written inside the workspace, in a folder called ~", "~/home-looking.txt がワークスペースの中の ~ という名前のフォルダに書かれていません"));
         symlinkSync("src", path.join(t.workspace, "alias"));
         const aliased = await read({ path: "alias/deep/nested/file.txt" });

@@ -27,6 +27,7 @@ import {
   runChecksApart,
   solvedCopy,
   stageFileOf,
+  wrongText,
   starterOf,
   takenOutNames,
   typeCheck,
@@ -116,6 +117,7 @@ const WORDS = {
     notFinished: (seconds: number) => `(did not finish within ${seconds} s)`,
     notRun: "(not checked: a check before it did not finish)",
     cannotLoad: "The checks could not run:",
+    doesNotCompile: (problem: string, more: number) => `Your copy does not compile, so no check was run: ${problem}${more > 0 ? ` (${more} more after it)` : ""} Fix it, then verify again.`,
     firstFailure: "First failure:",
     expected: "expected:",
     actual: "actual:  ",
@@ -139,6 +141,7 @@ const WORDS = {
     notFinished: (seconds: number) => `（${seconds} 秒以内に終わりませんでした）`,
     notRun: "（確かめていません: 前のチェックが終わりませんでした）",
     cannotLoad: "チェックを実行できませんでした:",
+    doesNotCompile: (problem: string, more: number) => `コピーがコンパイルできないので、チェックは実行していません: ${problem}${more > 0 ? `（このあとに ${more} 件）` : ""} 直してから、もう一度確かめてください。`,
     firstFailure: "最初に失敗したチェック:",
     expected: "期待:",
     actual: "実際:",
@@ -239,7 +242,8 @@ export function reportEnd(exercise: Exercise, results: CheckResult[], options: {
   const lines = [
     "",
     `${words.firstFailure} ${index + 1}. ${requirement.title[options.lang]}`,
-    `  ${words.expected} ${(first.expected ?? requirement.title)[options.lang]}`,
+    // The requirement is the line above; "expected" only when the check says more than it.
+    ...(first.expected && first.expected.en !== requirement.title.en ? [`  ${words.expected} ${first.expected[options.lang]}`] : []),
     `  ${words.actual} ${(first.actual ?? say0())[options.lang]}`,
     `  ${words.hint(level)}: ${requirement.hints[level - 1][options.lang]}`,
   ];
@@ -256,10 +260,17 @@ export async function checkOnce(exercise: Exercise, file: string, options: Optio
   print(words.title(exercise));
   print(options.solution ? words.checkingSolution(shown(file)) : words.checking(shown(file), exercise));
   print("");
-  const run = await runChecksApart(exercise, file, {
-    timeLimitMs: options.timeLimitMs,
-    onResult: (result, index) => print(resultLine(exercise, result, index, options.lang, options.timeLimitMs)),
-  });
+  // The copy is type-checked while the checks run (each takes a second or more): a name that
+  // does not exist, or a type that does not fit, is a problem of the copy, said with its place,
+  // not a failed requirement (at run time it would be an is_error result, and a check about
+  // something else would be the one to fail).
+  const compiled = options.solution ? Promise.resolve([]) : typeCheck(new Map([[path.basename(file), readFileSync(file, "utf8")]]), path.dirname(file));
+  const [[problem, ...more], run] = await Promise.all([compiled, runChecksApart(exercise, file, { timeLimitMs: options.timeLimitMs })]);
+  if (problem) {
+    print(`${red("✗")} ${words.doesNotCompile(/[.?!]$/.test(problem) ? problem : `${problem}.`, more.length)}`);
+    return 1;
+  }
+  run.results.forEach((result, index) => print(resultLine(exercise, result, index, options.lang, options.timeLimitMs)));
   if (run.loadFailure) {
     print(`${red("✗")} ${words.cannotLoad} ${run.loadFailure.message[options.lang]}`);
     return 1;
@@ -377,6 +388,7 @@ export async function verifyAll(options: { timeLimitMs: number }): Promise<numbe
         const passing = run.results.filter((r) => r.status === "passed").length;
         line.push(`${label} ${passing}/${exercise.requirements.length} pass${found.length > 0 ? " ✗" : " ✓"}`);
       }
+      line.push(await checkCatalogue(exercise, stageText, dir, options.timeLimitMs, problems));
       console.log(`${id}: ${line.join(", ")}  (${((Date.now() - started) / 1000).toFixed(1)} s)`);
     }
     const typeProblems = await typeCheck(copies);
@@ -391,6 +403,38 @@ export async function verifyAll(options: { timeLimitMs: number }): Promise<numbe
   }
   console.log(`\nEvery exercise: the starter fails each check and names what is missing; the solution passes them all.`);
   return 0;
+}
+
+/** Wrong solutions an exercise must have at least: each a mistake learners really make. */
+export const MIN_WRONG_SOLUTIONS = 6;
+
+/**
+ * Every wrong solution of the exercise's catalogue, made from the stage file, run against the
+ * requirement it names: each must fail it (two at a time: each runs in a child process).
+ */
+async function checkCatalogue(exercise: Exercise, stageText: string, dir: string, timeLimitMs: number, problems: string[]): Promise<string> {
+  const id = exercise.stage;
+  const wrongs = exercise.wrong ?? [];
+  if (wrongs.length < MIN_WRONG_SOLUTIONS) problems.push(`${id}: its catalogue has ${wrongs.length} wrong solution(s); it needs at least ${MIN_WRONG_SOLUTIONS}`);
+  let refused = 0;
+  const one = async (wrong: (typeof wrongs)[number], n: number) => {
+    let copy: string;
+    try {
+      // The stage made wrong, its imports re-aimed as a copy's are (nothing taken out).
+      copy = await starterOf({ ...exercise, takeOut: [] }, wrongText(exercise, wrong, stageText), { destDir: dir });
+    } catch (error) {
+      return void problems.push(`${id} wrong solution "${wrong.name}": ${(error as Error).message}`);
+    }
+    const file = path.join(dir, `${id}.wrong-${n + 1}.ts`);
+    writeFileSync(file, copy);
+    const run = await runChecksApart(exercise, file, { timeLimitMs, only: wrong.fails });
+    const result = run.results[0];
+    if (run.loadFailure) problems.push(`${id} wrong solution "${wrong.name}" could not be checked: ${run.loadFailure.message.en}`);
+    else if (result?.status === "passed") problems.push(`${id} wrong solution "${wrong.name}" passes ${wrong.fails}: that check cannot tell it from a right one`);
+    else refused += 1;
+  };
+  for (let i = 0; i < wrongs.length; i += 2) await Promise.all(wrongs.slice(i, i + 2).map((wrong, k) => one(wrong, i + k)));
+  return `wrong solutions ${refused}/${wrongs.length} refused${refused === wrongs.length && wrongs.length >= MIN_WRONG_SOLUTIONS ? " ✓" : " ✗"}`;
 }
 
 /** A starter must fail every check, and its report must name something the starter took out. */

@@ -24,6 +24,7 @@ import {
   loadExercise,
   notWrittenMessage,
   parsed,
+  quote,
   runChecks,
   say,
   solvedCopy,
@@ -256,8 +257,8 @@ describe("the checks test behaviour, not text", () => {
     const splitStage = await load(text.replace(stub, `{\n${split}\n}`), "s01-split");
     const [demo] = await runChecks(only(exercise, "demo"), splitStage);
     expect(demo.status).toBe("failed");
-    expect(demo.actual?.en).toMatch(/^the session did not match the recording: request \d+: tool results .*; \d+ recorded reply\/replies were never asked for$/);
-    expect(demo.actual?.ja).toMatch(/^記録どおりに進みませんでした: /);
+    expect(demo.actual?.en).toMatch(/^the session did not match the recording: request \d+: tool results .*; \d+ recorded replies were never asked for$/);
+    expect(demo.actual?.ja).toMatch(/^記録どおりに進みませんでした: リクエスト \d+: .*。記録した返答のうち \d+ 件は一度も求められませんでした$/);
   });
 });
 
@@ -392,13 +393,24 @@ describe("npm run verify", () => {
     const text = await starter(exercise);
     writeFileSync(path.join(copies, "s01.ts"), text.replace("function agentLoop(", "function agentLoop(("));
     expect(await verifyMain(["s01", "--dir", copies])).toBe(1);
-    expect(printed.at(-1)).toMatch(/^✗ The checks could not run: .*s01\.ts has a syntax error at line \d+, column \d+: /);
+    expect(printed.at(-1)).toMatch(/^✗ Your copy does not compile, so no check was run: .*s01\.ts:\d+:\d+: /);
     writeFileSync(path.join(copies, "s01.ts"), text.replace(/throw new Error\("TODO: agentLoop[^\n]*/, "while (true) {}"));
     // A short limit: the check spins the child's processor until it is killed.
     expect(await verifyMain(["s01", "--dir", copies, "--time-limit", "0.3"])).toBe(1);
     expect(printed.join("\n")).toContain("✗ 1. Sends the conversation and the tool schemas to the model (did not finish within 0.3 s)");
     expect(printed.join("\n")).toContain("actual:   the check did not finish within 0.3 s: something waits for ever, or a loop never returns");
     expect(printed.filter((line) => line.includes("(not checked: a check before it did not finish)"))).toHaveLength(exercise.requirements.length - 1);
+  }, 60_000);
+
+  it("type-checks the copy first: a call to a function that does not exist is the copy's problem, with its place, not a failed requirement", async () => {
+    const text = await starter(exercises.get("s02")!);
+    const broken = text.replace(/(\n)(  throw new Error\("TODO: safePath\(\))/, "$1  checkPathSomehow(given);$1$2");
+    expect(broken).not.toBe(text);
+    writeFileSync(path.join(copies, "s02.ts"), broken);
+    const line = broken.split("\n").findIndex((l) => l.includes("checkPathSomehow")) + 1;
+    expect(await verifyMain(["s02", "--dir", copies])).toBe(1);
+    expect(printed.at(-1)).toBe(`✗ Your copy does not compile, so no check was run: ${path.join(copies, "s02.ts")}:${line}:3: Cannot find name 'checkPathSomehow'. Fix it, then verify again.`);
+    expect(printed.some((l) => /^[✓✗] \d+\./.test(l))).toBe(false); // no requirement is called failed
   }, 60_000);
 
   it("goes from ✗ to ✓ through the real command line when the missing part is written (--watch)", async () => {
@@ -457,12 +469,11 @@ describe("the report", () => {
       : { id: r.id, status: "failed", expected: r.title, actual: say("safePath() is not written yet: its TODO is still in the copy", "safePath() はまだ書かれていません（TODO がそのままです）"), missing: "safePath" },
   );
 
-  it("gives the first failure's expected and actual behaviour and a hint, then the count", () => {
+  it("gives the first failure's requirement, what happened and a hint, then the count; no \"expected\" that only repeats the requirement", () => {
     const lines = reportEnd(exercise, results, { lang: "en", hintLevel: 1, runCommand: "npx tsx workshop/s02.ts" });
     expect(lines).toEqual([
       "",
       `First failure: 2. ${exercise.requirements[1].title.en}`,
-      `  expected: ${exercise.requirements[1].title.en}`,
       "  actual:   safePath() is not written yet: its TODO is still in the copy",
       `  hint 1/3: ${exercise.requirements[1].hints[0].en}`,
       "  More help: npm run verify -- s02 --hint",
@@ -471,13 +482,23 @@ describe("the report", () => {
     ]);
   });
 
+  it("shows \"expected\" when the check says what it expected beyond the requirement", () => {
+    const said = results.map((r, i) => (i === 1 ? { ...r, expected: say("read_file(\"../x\") refused", "read_file(\"../x\") が拒否される") } : r));
+    const lines = reportEnd(exercise, said, { lang: "en", hintLevel: 1, runCommand: "npx tsx workshop/s02.ts" });
+    expect(lines[2]).toBe('  expected: read_file("../x") refused');
+  });
+
+  it("quotes a value as code writes it: a string in quotes, true and 3 bare", () => {
+    expect([quote("true"), quote(true), quote(3), quote(null), quote({ a: "b" }), quote('say "hi"\n')]).toEqual(['"true"', "true", "3", "null", '{"a":"b"}', '"say \\"hi\\"\\n"']);
+  });
+
   it("speaks Japanese with --lang ja or a Japanese LANG", () => {
     expect(parseOptions(["s02"], { LANG: "ja_JP.UTF-8" }).lang).toBe("ja");
     expect(parseOptions(["s02", "--lang", "ja"], {}).lang).toBe("ja");
     expect(parseOptions(["s02"], { LANG: "en_US.UTF-8" }).lang).toBe("en");
     const lines = reportEnd(exercise, results, { lang: "ja", hintLevel: 3, runCommand: "npx tsx workshop/s02.ts" });
-    expect(lines[3]).toBe("  実際: safePath() はまだ書かれていません（TODO がそのままです）");
-    expect(lines[4]).toBe(`  ヒント 3/3: ${exercise.requirements[1].hints[2].ja}`);
+    expect(lines[2]).toBe("  実際: safePath() はまだ書かれていません（TODO がそのままです）");
+    expect(lines[3]).toBe(`  ヒント 3/3: ${exercise.requirements[1].hints[2].ja}`);
     expect(lines.at(-1)).toBe(`${exercise.requirements.length} 件中 1 件のチェックが通りました。`);
   });
 

@@ -109,7 +109,7 @@ describe("the capstone's file", () => {
     const mine = regionsOf(text);
     const rows = tableRows("en").map((row) => row.split("|").map((cell) => cell.trim()));
     const same = rows.filter((cells) => cells[3] === "the same text" && /^\[s\d\d\]\(\.\/s\d\d\)$/.test(cells[2]));
-    expect(same.map((cells) => cells[1])).toContain("`walk`, `search`, `glob`, `ls`");
+    expect(same.map((cells) => cells[1])).toContain("`glob`, `ls`");
     for (const cells of same) {
       const stage = regionsOf(readFileSync(stageFile(cells[2].slice(1, 4)), "utf8"));
       for (const [, region] of cells[1].matchAll(/`([a-z-]+)`/g)) {

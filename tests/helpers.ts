@@ -454,9 +454,11 @@ export function killAll(pids: number[]): void {
  * Run a program to its end in `cwd` and collect what it printed: for a TypeScript script,
  * `process.execPath` with `["--import", TSX_LOADER, script]`. Killed after `timeoutMs`.
  */
-export function runProgram(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<RunResult> {
+export function runProgram(command: string, args: string[], options: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
+    // A variable given as undefined is left out of the child's environment.
+    const env = Object.fromEntries(Object.entries({ ...process.env, ...options.env }).filter(([, value]) => value !== undefined));
+    const child = spawn(command, args, { cwd: options.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

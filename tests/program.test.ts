@@ -12,12 +12,13 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { http as mswHttp } from "msw/core/http";
 import { setupServer } from "msw/node";
-import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import type { MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import { runProgram, type StageProgram } from "../lib/runtime/program.ts";
 import { loadScenario } from "../lib/course/scenario.ts";
 import { runStageWith } from "../scripts/stage-args.ts";
 import {
-  eventually, isRunning, TSX_LOADER, onScreen, reply, runInTerminal, runMain, runStage, scenarioOf, stageFile, stageFiles, stageId, startStandIn, usePrinted, useReplay, useWorkspace, withTmpdir,
+  eventually, isRunning, TSX_LOADER, onScreen, REPO_ROOT, reply, resultText, runInTerminal, runMain, runProgram as runProgramProcess, runStage, scenarioOf, stageFile, stageFiles, stageId,
+  startStandIn, usePrinted, useReplay, useWorkspace, withTmpdir,
 } from "./helpers.ts";
 
 const KEY = "sk-ant-test-0123456789abcdef";
@@ -220,6 +221,28 @@ describe("with a key, against a provider", () => {
     expect(requests).toHaveLength(0);
   });
 
+  it.each([["--help"], ["-h"]])("%s prints the usage, calls no model and exits 0", async (flag) => {
+    const requests = provider([reply.text("never sent")]);
+    const { code, output } = await onScreen("", () =>
+      runProgram({ stage: "s06", title: "Tool Registry", agentLoop: s01Loop, hasKey: true, args: [flag], options: ["--approval-mode"], help: ["  --approval-mode <mode>  how careful"] }),
+    ).then(({ value, output }) => ({ code: value, output }));
+    expect(code).toBe(0);
+    expect(requests).toHaveLength(0);
+    for (const part of ["s06: Tool Registry", "--replay [scenario]", "--record <name>", '"a request"', "--approval-mode <mode>  how careful", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "MODEL_ID"]) {
+      expect(output).toContain(part);
+    }
+  });
+
+  it("refuses an unknown flag with exit 2 and never sends it to the model; after -- a prompt may start with -", async () => {
+    const requests = provider([reply.text("the prompt after --")]);
+    const unknown = await withKey(["--verbose", "list", "the", "files"]);
+    expect(unknown).toEqual({ code: 2, output: "[error] s01 has no option --verbose. See --help; to send a prompt that starts with -, put -- before it.\n" });
+    expect(requests).toHaveLength(0);
+    const dashed = await withKey(["--", "-n", "means what?"]);
+    expect(dashed.code).toBe(0);
+    expect(requests[0].body.messages[0]).toEqual({ role: "user", content: "-n means what?" });
+  });
+
   it("uses claude-sonnet-5-5 when MODEL_ID is not set, and names the workspace in the system prompt", async () => {
     const requests = provider([reply.text("ok")]);
     await withKey(["hi"]);
@@ -352,7 +375,7 @@ describe("a replay that does not match the recording", () => {
     vi.mocked(console.log).mockImplementation((...args) => void printed.push(args.join(" ")));
     const code = await runProgram({ stage: "s01", title: "The Agent Loop", agentLoop: brokenLoop, hasKey: false, args: [] });
     expect(code).toBe(1);
-    expect(printed.join("\n")).toMatch(/did not match the recording:\n- 4 recorded reply\/replies were never asked for/);
+    expect(printed.join("\n")).toMatch(/did not match the recording:\n- 4 recorded replies were never asked for/);
   });
 });
 
@@ -394,13 +417,25 @@ describe("settings at start, and a retry, with s01 loaded afresh", () => {
     try {
       // A cloned project's .env, as an attacker would write it.
       writeFileSync(path.join(workspace.dir, ".env"), `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\nAPPROVAL_MODE=yolo\n`);
-      const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: path.join(workspace.dir, "no-such.env") });
+      const ownSettings = path.join(workspace.dir, "..", `${path.basename(workspace.dir)}-empty.env`);
+      writeFileSync(ownSettings, "# the learner's own settings: no key in them\n");
+      const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: ownSettings });
+      rmSync(ownSettings);
+      // Not answered from the project's provider: no key is set, and the prompt is refused for want of one.
+      expect(run.code).toBe(1);
+      expect(run.output).toMatch(/^\[error\] Your prompt needs a real model, and no key is set/);
       expect(standIn.replay.requests).toHaveLength(0); // nothing was sent to the project's address
       expect(run.output).not.toContain("the project's provider answered");
       expect(process.env.APPROVAL_MODE).toBeUndefined();
     } finally {
       await standIn.close();
     }
+  });
+
+  it("says so when WORKBOOK_ENV_FILE names a file that does not exist (a typo must not look like \"no key set\")", async () => {
+    const missing = path.join(workspace.dir, "no-such.env");
+    const run = await freshS01(["hi"], { WORKBOOK_ENV_FILE: missing });
+    expect(run).toEqual({ code: 1, output: `[error] WORKBOOK_ENV_FILE names ${missing}, which does not exist\n` });
   });
 
   it("refuses a .env that is a FIFO or a device, in one line, without waiting or reading it", async () => {
@@ -457,6 +492,36 @@ describe("what only a real process shows", () => {
     const code = await new Promise((resolve) => child.on("close", resolve));
     expect(stderr).toBe("");
     expect(code).toBe(0);
+  });
+
+  it("runs from a folder outside the workbook with `node <workbook>/workbook.mjs s01`: that folder is the workspace, the workbook's settings file is read", async () => {
+    const standIn = await startStandIn(scenarioOf([reply.tools([{ name: "bash", input: { command: "pwd" } }]), reply.text("ran where you stand")]));
+    const envFile = path.join(workspace.dir, "learner.env"); // stands for the workbook's .env, which a test may not write
+    writeFileSync(envFile, `ANTHROPIC_API_KEY=${KEY}\nANTHROPIC_BASE_URL=${standIn.url}\n`);
+    try {
+      const run = await runProgramProcess(process.execPath, [path.join(REPO_ROOT, "workbook.mjs"), "s01", "where am I?"], {
+        cwd: workspace.dir,
+        // Nothing in the environment: the key and the address come from the settings file.
+        env: withTmpdir({ ANTHROPIC_API_KEY: undefined, ANTHROPIC_BASE_URL: undefined, ANTHROPIC_AUTH_TOKEN: undefined, WORKBOOK_ENV_FILE: envFile }, workspace.dir),
+        timeoutMs: 20_000,
+      });
+      expect(run.stderr).toBe("");
+      expect(run.code, run.stdout).toBe(0);
+      expect(run.stdout).toContain("ran where you stand");
+      expect(resultText(standIn.replay.requests[1].messages.at(-1)!.content[0] as ToolResultBlockParam).trim()).toBe(workspace.dir);
+    } finally {
+      await standIn.close();
+    }
+  });
+
+  it("knows the workbook's own .env by its place, next to package.json, wherever it is started", async () => {
+    vi.stubEnv("WORKBOOK_ENV_FILE", "");
+    try {
+      const { workbookEnvFile } = await import("../lib/runtime/env.ts");
+      expect(workbookEnvFile()).toBe(path.join(REPO_ROOT, ".env"));
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it("SIGTERM ends the program through its exit handlers: a background command it started ends too", async () => {

@@ -3,8 +3,10 @@
 // a real connection, and refuses what the real API refuses (lib/course/replay.ts apiProblem):
 // an empty text block, an empty message, a tool call left without its result. The client
 // (lib/runtime/model.ts) is what smooths them over, so every stage gets the same care.
+import { rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
 import { apiProblem } from "../lib/course/replay.ts";
@@ -126,6 +128,14 @@ describe("the client smooths over what providers send", () => {
     }
   });
 
+  it("says which to unset when both ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set (the SDK takes one)", async () => {
+    const fake = await provider([{ body: reply.text("never") }]);
+    await expect(modelClient({ apiKey: "key", authToken: "token", baseURL: fake.url }).messages.create(REQUEST)).rejects.toThrow(
+      "both ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set; a provider takes one of them: unset the other (for a bearer token, unset ANTHROPIC_API_KEY)",
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("sends ANTHROPIC_AUTH_TOKEN as a bearer token, and no x-api-key when no key is set", async () => {
     const fake = await provider([{ body: reply.text("hello") }]);
     await modelClient({ apiKey: undefined, authToken: "tok-123", baseURL: fake.url }).messages.create(REQUEST);
@@ -142,13 +152,17 @@ describe("a session with an odd provider goes on", () => {
   /** s01 loaded afresh with `env`, run with `args` and `input` on stdin; the environment is put back. */
   async function run(env: Record<string, string | undefined>, args: string[], input = "") {
     for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "MODEL_ID", "WORKBOOK_ENV_FILE"]) vi.stubEnv(name, env[name] ?? "");
-    vi.stubEnv("WORKBOOK_ENV_FILE", "/nonexistent/.env");
+    // The learner's own settings file, empty: nothing but `env` decides.
+    const settings = path.join(process.cwd(), "..", `${path.basename(process.cwd())}.env`);
+    writeFileSync(settings, "");
+    vi.stubEnv("WORKBOOK_ENV_FILE", settings);
     vi.resetModules();
     try {
       return await runMain(s01, args, { input });
     } finally {
       vi.unstubAllEnvs();
       vi.resetModules();
+      rmSync(settings, { force: true });
     }
   }
 

@@ -37,7 +37,7 @@ describe("the replay engine", () => {
 
   it("counts replies never asked for as a problem", () => {
     const session = replay(scenarioOf([reply.text("one"), reply.text("two")]));
-    expect(session.verdict()).toEqual(["2 recorded reply/replies were never asked for"]);
+    expect(session.verdict()).toEqual(["2 recorded replies were never asked for"]);
   });
 
   it("fails a request whose tool results do not answer the recorded calls, in order", async () => {

@@ -271,7 +271,7 @@ describe("s10 the limit and failures: a clear error, and the parent goes on", ()
     ["its reply is cut off", () => reply.text("The modules are", "max_tokens"), "its last reply was cut off at 8000 tokens"],
     ["its model declines", () => reply.text("I will not do that.", "refusal"), "its model declined to continue"],
     // A reply of thinking alone: something came back, but no text to report.
-    ["it ends without an answer", () => ({ ...reply.text("x"), content: [{ type: "thinking", thinking: "Nothing to say.", signature: "sig" }] }), "it finished without writing an answer"],
+    ["it ends without an answer", () => ({ ...reply.text("x"), content: [{ type: "thinking" as const, thinking: "Nothing to say.", signature: "sig" }] }), "it finished without writing an answer"],
   ])("a child whose %s gives an error result, and the parent goes on", async (_case, childAnswer, why) => {
     const { agentLoop } = await stageIn("default");
     const requests = model((body) => (isChild(body) ? childAnswer() : body.messages.length === 1 ? reply.tools([task("toolu_task", "fails", "Fail.")]) : reply.text("I will do it myself.")));

@@ -138,9 +138,9 @@ describe("comparing a capture with its fixture", () => {
   });
 
   it("turns the replay's verdict, a failed turn and unused replies into problems for the build", () => {
-    const captured = { id: "s99", file: "s99.ts", messages: conversation, problems: ["1 recorded reply/replies were never asked for"], turnErrors: ["Replay: request 3"], requests: 2, replies: 3 };
+    const captured = { id: "s99", file: "s99.ts", messages: conversation, problems: ["1 recorded reply was never asked for"], turnErrors: ["Replay: request 3"], requests: 2, replies: 3 };
     expect(sessionProblems(captured, scenarioOf(conversation))).toEqual([
-      "the replay: 1 recorded reply/replies were never asked for",
+      "the replay: 1 recorded reply was never asked for",
       "a turn ended with an error: Replay: request 3",
       "the loop made 2 requests for 3 recorded replies",
     ]);

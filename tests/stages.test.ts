@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
-import { PAGE_STAGES } from "../.vitepress/curriculum.ts";
+import { PAGE_STAGES, sizeTarget } from "../.vitepress/curriculum.ts";
 import { regionsOf } from "../lib/course/regions.ts";
 import { REPO_ROOT, stageIdOf } from "../lib/course/stages.ts";
 import { toolImplementations } from "../lib/course/tools.ts";
@@ -65,10 +65,6 @@ describe("every stage", () => {
     expect(eager).toEqual([]);
   });
 });
-
-// The size each stage file may reach, in total lines (../shared/CONVENTIONS.md): a stage reads in one sitting.
-const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 2600 };
-const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
 
 describe("every stage reads in one sitting", () => {
   it.each(files.map((f) => [stageIdOf(f), f]))("%s stays within its size target", (id, file) => {

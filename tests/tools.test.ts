@@ -1,25 +1,27 @@
-// The workspace sandbox, read_file and write_file, run against every stage that carries them.
-// Each rule is one test in its own temporary workspace: a clear error, nothing lost, nothing
-// written outside the workspace, not even while another process swaps folders for links.
+// The workspace sandbox, read_file and write_file, run once per implementation of each tool
+// (tests/helpers.ts stagesWithTool). The sandbox is each stage's own lesson, so every rule of it
+// runs for every implementation: a clear error, nothing written outside the workspace, not even
+// while another process swaps folders for links. What the tools read and write through is
+// machinery, tested once in tests/machinery (safe-read, atomic-write, validation); here each
+// tool keeps one case that proves it goes through it (a FIFO refused at once, a read-only file
+// left alone), besides its own arguments and the messages the model reads.
 import { execFileSync, spawn } from "node:child_process";
-import {
-  chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync,
-} from "node:fs";
-import net from "node:net";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { editFileOf, FIFO_RELEASE_MS, msOnFifo, runProgram, stagesWithTool, toolOf, toolParameters, TSX_LOADER, useOutside, useWorkspace } from "./helpers.ts";
+import { editFileOf, FIFO_RELEASE_MS, msOnFifo, stagesWithTool, toolOf, toolParameters, useOutside, useWorkspace } from "./helpers.ts";
 
-const isRoot = process.getuid?.() === 0;
 const modeOf = (file: string) => statSync(file).mode & 0o777;
 /** The names in the current folder other than `expected`: a temporary file left behind shows here. */
 const leftOver = (...expected: string[]) => readdirSync(".").filter((name) => !expected.includes(name));
 
 const readStages = await stagesWithTool("read_file");
-/** Stages whose read_file returns the whole file as it is (s02 to s06); from s07 it reads pages. */
-const wholeFileStages = (
-  await Promise.all(readStages.map(async (stage) => ((await toolParameters(stage[1], "read_file")).includes("offset") ? [] : [stage])))
-).flat();
+const writeStages = await stagesWithTool("write_file");
+const paged = await Promise.all(readStages.map(async (stage) => (await toolParameters(stage[1], "read_file")).includes("offset")));
+/** Stages whose read_file returns the whole file as it is (s02 to s06). */
+const wholeFileStages = readStages.filter((_, i) => !paged[i]);
+/** Stages whose read_file reads a page at a time, with a footer (s07 and the capstone). */
+const pagedStages = readStages.filter((_, i) => paged[i]);
 
 describe.each(readStages)("%s sandbox", (_stage, file) => {
   const workspace = useWorkspace();
@@ -117,16 +119,48 @@ describe.each(wholeFileStages)("%s read_file, the whole file", (_stage, file) =>
     expect(await read({ path: "five.txt", limit: 2 })).toBe("1\n2\n... (3 more lines)");
     expect(await read({ path: "five.txt", limit: 10 })).toBe("1\n2\n3\n4\n5");
   });
+});
 
-  it("refuses a file over 10 MB", async () => {
-    writeFileSync("huge.log", "");
-    truncateSync("huge.log", 11 * 1024 * 1024);
-    await expect(read({ path: "huge.log" })).rejects.toThrow(/over the 10 MB limit/);
+describe.each(pagedStages)("%s read_file, a page at a time", (_stage, file) => {
+  useWorkspace();
+  const read = (input: Record<string, unknown>) => toolOf(file, "read_file").then((tool) => tool(input));
+  const numbered = (from: number, texts: string[]) => texts.map((text, i) => `${String(from + i).padStart(6)}\t${text}`).join("\n");
+
+  it("numbers the lines, and ends a part of the file with a footer that gives the next call", async () => {
+    writeFileSync("five.txt", "one\ntwo\nthree\nfour\nfive\n");
+    expect(await read({ path: "five.txt" })).toBe(numbered(1, ["one", "two", "three", "four", "five"]));
+    expect(await read({ path: "five.txt", limit: 2 })).toBe(`${numbered(1, ["one", "two"])}\n\n[lines 1-2 of 5. Next page: offset 3, limit 2]`);
+    expect(await read({ path: "five.txt", offset: 3, limit: 2 })).toBe(`${numbered(3, ["three", "four"])}\n\n[lines 3-4 of 5. Next page: offset 5, limit 2]`);
+    expect(await read({ path: "five.txt", offset: 5 })).toBe(`${numbered(5, ["five"])}\n\n[line 5 of 5: the end of the file]`);
+  });
+
+  it("stops a page before 40,000 characters, and says so in the footer", async () => {
+    writeFileSync("wide.txt", `${"w".repeat(1000)}\n`.repeat(100));
+    const page = await read({ path: "wide.txt" });
+    const shown = page.split("\n").filter((line) => /^ *\d+\t/.test(line)).length;
+    expect(page.length).toBeLessThanOrEqual(40_000);
+    expect(page.endsWith(`[lines 1-${shown} of 100: a page stops before 40000 characters. Next page: offset ${shown + 1}]`)).toBe(true);
+  });
+
+  it("refuses an offset past the end, saying how many lines there are; an empty file says it is empty", async () => {
+    writeFileSync("five.txt", "1\n2\n3\n4\n5\n");
+    writeFileSync("empty.txt", "");
+    await expect(read({ path: "five.txt", offset: 6 })).rejects.toThrow("offset 6 is past the end of five.txt, which has 5 lines");
+    await expect(read({ path: "empty.txt", offset: 2 })).rejects.toThrow("offset 2 is past the end of empty.txt, which has 0 lines");
+    expect(await read({ path: "empty.txt" })).toBe("(empty.txt is empty)");
+  });
+
+  it("takes an offset of null as not given, and refuses one that is not a whole number of at least 1, naming offset", async () => {
+    writeFileSync("five.txt", "1\n2\n3\n4\n5\n");
+    expect(await read({ path: "five.txt", offset: null })).toBe(await read({ path: "five.txt" }));
+    for (const offset of [0, -3, 1.5, "2"]) {
+      await expect(read({ path: "five.txt", offset }), JSON.stringify(offset)).rejects.toThrow(/"offset" must be/);
+    }
   });
 });
 
 describe.each(readStages)("%s read_file", (_stage, file) => {
-  const workspace = useWorkspace();
+  useWorkspace();
   const read = (input: Record<string, unknown>) => toolOf(file, "read_file").then((tool) => tool(input));
 
   it("takes a limit of null as not given, as a model sends what it leaves out", async () => {
@@ -147,6 +181,7 @@ describe.each(readStages)("%s read_file", (_stage, file) => {
     await expect(read({ path: "src" })).rejects.toThrow(/src is a directory/);
   });
 
+  // One case for the safe read (tests/machinery/safe-read.test.ts has the devices, sockets, size and binary files).
   it("refuses a FIFO at once, with the program not blocked", async () => {
     execFileSync("mkfifo", ["pipe"]);
     const took = await msOnFifo("pipe", () => expect(read({ path: "pipe" })).rejects.toThrow("pipe is a FIFO (named pipe), not a regular file; only regular files are read"));
@@ -154,51 +189,35 @@ describe.each(readStages)("%s read_file", (_stage, file) => {
     expect(took).toBeLessThan(FIFO_RELEASE_MS / 2);
   });
 
-  it("refuses a socket, saying what it is", async () => {
-    const server = net.createServer().listen("sock");
-    await new Promise((resolve) => server.once("listening", resolve));
-    try {
-      await expect(read({ path: "sock" })).rejects.toThrow("sock is a socket, not a regular file; only regular files are read");
-    } finally {
-      server.close();
-    }
-  });
-
-  it("refuses character devices at once, even /dev/zero, which never ends", async () => {
-    // The workspace is the root folder here, so dev/null and dev/zero are inside it. Nothing is written.
-    process.chdir("/");
-    try {
-      const started = Date.now();
-      // /dev/null first: were devices read, it would answer "" at once rather than read for ever.
-      await expect(read({ path: "dev/null" })).rejects.toThrow("dev/null is a character device, not a regular file; only regular files are read");
-      await expect(read({ path: "dev/zero" })).rejects.toThrow("dev/zero is a character device, not a regular file; only regular files are read");
-      // Read for ever, it would never get here; refused, it takes milliseconds (2 s leaves room for a busy machine).
-      expect(Date.now() - started).toBeLessThan(2000);
-    } finally {
-      process.chdir(workspace.dir);
-    }
-  });
-
-  it("refuses a binary file instead of sending bytes to the model", async () => {
-    writeFileSync("image.png", Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x1a]));
-    await expect(read({ path: "image.png" })).rejects.toThrow(/looks binary/);
-  });
-
   it("refuses a missing path argument", async () => {
     await expect(read({})).rejects.toThrow(/"path" (must be a string|is required)/);
   });
 });
 
-describe.each(await stagesWithTool("write_file"))("%s write_file", (_stage, file) => {
+describe.each(writeStages)("%s write_file", (_stage, file) => {
   useWorkspace();
-  const outside = useOutside();
   const write = (input: Record<string, unknown>) => toolOf(file, "write_file").then((tool) => tool(input));
 
   it("creates missing parent folders and says how many bytes it wrote, leaving no temporary file", async () => {
     expect(await write({ path: "a/b/c.txt", content: "héllo" })).toBe("Wrote 6 bytes to a/b/c.txt");
+    const first = statSync("a/b/c.txt").ino;
     expect(await write({ path: "a/b/c.txt", content: "again" })).toBe("Wrote 5 bytes to a/b/c.txt");
     expect(readFileSync("a/b/c.txt", "utf8")).toBe("again");
     expect(readdirSync("a/b")).toEqual(["c.txt"]);
+    // A new file renamed over the old one (the atomic write), not the old one truncated and written again.
+    expect(statSync("a/b/c.txt").ino).not.toBe(first);
+  });
+
+  it("replaces a binary file with text, as asked (the old bytes are not text to show, but they may be replaced)", async () => {
+    writeFileSync("logo.png", Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 1, 2]));
+    expect(await write({ path: "logo.png", content: "not a picture any more\n" })).toBe("Wrote 23 bytes to logo.png");
+    expect(readFileSync("logo.png", "utf8")).toBe("not a picture any more\n");
+  });
+
+  it("says plainly when a part of the path is a file, not a folder", async () => {
+    writeFileSync("a.txt", "x");
+    await expect(write({ path: "a.txt/b.txt", content: "y" })).rejects.toThrow(/a\.txt.*is a file, not a folder/);
+    expect(readFileSync("a.txt", "utf8")).toBe("x");
   });
 
   it("refuses to overwrite a directory, and content that is not a string", async () => {
@@ -208,22 +227,8 @@ describe.each(await stagesWithTool("write_file"))("%s write_file", (_stage, file
     expect(existsSync("x.txt")).toBe(false);
   });
 
-  it("never follows a symlink planted at the temporary name of before (.name.<pid>.tmp)", async () => {
-    const victim = path.join(outside.dir, "victim.txt");
-    writeFileSync(victim, "outside, untouched");
-    writeFileSync("target.txt", "old");
-    const planted = [`.target.txt.${process.pid}.tmp`, `.fresh.txt.${process.pid}.tmp`];
-    for (const name of planted) symlinkSync(victim, name);
-    await write({ path: "target.txt", content: "new" });
-    await write({ path: "fresh.txt", content: "fresh" });
-    expect(readFileSync(victim, "utf8")).toBe("outside, untouched");
-    expect(lstatSync("target.txt").isFile()).toBe(true);
-    expect(lstatSync("fresh.txt").isFile()).toBe(true);
-    expect(readFileSync("target.txt", "utf8")).toBe("new");
-    expect(readFileSync("fresh.txt", "utf8")).toBe("fresh");
-    expect(leftOver("target.txt", "fresh.txt", ...planted)).toEqual([]);
-  });
-
+  // Two cases for the machinery it writes through (tests/machinery/atomic-write.test.ts has the
+  // rest: the temporary name, the mode, hard links, owners, devices, a failure half-way).
   it("refuses a read-only file (mode 444), naming it, and leaves its content and mode", async () => {
     writeFileSync("locked.txt", "keep me");
     chmodSync("locked.txt", 0o444);
@@ -235,58 +240,18 @@ describe.each(await stagesWithTool("write_file"))("%s write_file", (_stage, file
     expect(leftOver("locked.txt")).toEqual([]);
   });
 
-  it("keeps the mode: a 755 script stays 755", async () => {
-    writeFileSync("run.sh", "#!/bin/sh\necho 1\n");
-    chmodSync("run.sh", 0o755);
-    await write({ path: "run.sh", content: "#!/bin/sh\necho 2\n" });
-    expect(readFileSync("run.sh", "utf8")).toBe("#!/bin/sh\necho 2\n");
-    expect(modeOf("run.sh")).toBe(0o755);
-  });
-
-  it("writes a file with other hard links in place, so every name shows the new text", async () => {
-    writeFileSync("one.txt", "old");
-    linkSync("one.txt", "two.txt");
-    await write({ path: "one.txt", content: "new" });
-    expect(readFileSync("two.txt", "utf8")).toBe("new");
-    expect(statSync("one.txt").ino).toBe(statSync("two.txt").ino);
-    expect(leftOver("one.txt", "two.txt")).toEqual([]);
-  });
-
-  it.skipIf(!isRoot)("keeps the owner of a file that belongs to another user (run as root)", async () => {
-    writeFileSync("theirs.txt", "old");
-    chownSync("theirs.txt", 12345, 12345);
-    await write({ path: "theirs.txt", content: "new" });
-    expect(readFileSync("theirs.txt", "utf8")).toBe("new");
-    expect([statSync("theirs.txt").uid, statSync("theirs.txt").gid]).toEqual([12345, 12345]);
-  });
-
-  it("refuses a FIFO or a socket rather than replacing it or waiting on it", async () => {
+  it("refuses a FIFO at once, neither replacing it nor waiting on it", async () => {
     execFileSync("mkfifo", ["pipe"]);
-    const server = net.createServer().listen("sock");
-    await new Promise((resolve) => server.once("listening", resolve));
-    try {
-      await expect(write({ path: "pipe", content: "x" })).rejects.toThrow("pipe is a FIFO (named pipe), not a regular file");
-      await expect(write({ path: "sock", content: "x" })).rejects.toThrow("sock is a socket, not a regular file");
-      expect(lstatSync("pipe").isFIFO()).toBe(true);
-      expect(lstatSync("sock").isSocket()).toBe(true);
-    } finally {
-      server.close();
-    }
-  });
-
-  it.skipIf(!isRoot)("refuses a FIFO that belongs to another user at once, with the program not blocked (run as root)", async () => {
-    execFileSync("mkfifo", ["theirs.pipe"]);
-    chownSync("theirs.pipe", 12345, 12345);
-    const took = await msOnFifo("theirs.pipe", () => expect(write({ path: "theirs.pipe", content: "x" })).rejects.toThrow(/theirs\.pipe is a FIFO \(named pipe\), not a regular file/));
+    const took = await msOnFifo("pipe", () => expect(write({ path: "pipe", content: "x" })).rejects.toThrow("pipe is a FIFO (named pipe), not a regular file"));
     // A blocked open would wait for the release; the refusal comes well before it.
     expect(took).toBeLessThan(FIFO_RELEASE_MS / 2);
+    expect(lstatSync("pipe").isFIFO()).toBe(true);
   });
 });
 
 // A folder swapped for a link between the tool's check and its write must not carry the write
 // outside. One racing process against every stage's write_file at once, so the time this
 // takes does not grow with the number of stages.
-const writeStages = await stagesWithTool("write_file");
 
 describe("write_file while another process swaps a folder for a symlink to outside", () => {
   const workspace = useWorkspace();
@@ -352,65 +317,5 @@ describe("write_file while another process swaps a folder for a symlink to outsi
     expect(swaps).toBeGreaterThan(100);
     expect(written).toBeGreaterThan(10);
     expect(refused).toBeGreaterThan(10);
-  });
-});
-
-// A write that fails half-way (here the file-size limit stops it at 2 MB) leaves the old
-// content whole and no temporary file. A limit is a property of a process, so one process
-// runs every stage's write_file and edit_file under it.
-const fillStages = await Promise.all(
-  writeStages.map(async ([id, file]) => {
-    const parameters = await toolParameters(file, "edit_file");
-    const edit = parameters.length === 0 ? [] : parameters.includes("old_string") ? ["old_string", "new_string"] : ["old_text", "new_text"];
-    return { id, file, edit };
-  }),
-);
-
-describe("write_file and edit_file when the write fails half-way", () => {
-  const workspace = useWorkspace();
-
-  const SCRIPT = `
-    import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-    // Every stage in one process: each adds its exit handler, more than Node's default warning limit.
-    process.setMaxListeners(0);
-    const stages = JSON.parse(process.argv[1]);
-    const big = "x".repeat(3 * 1024 * 1024);
-    const home = process.cwd();
-    const outcome = (promise) => promise.then((text) => "returned: " + text, (error) => "error: " + error.message);
-    const results = {};
-    for (const { id, file, edit } of stages) {
-      const stage = await import(file);
-      const call = (name, input) => Promise.resolve().then(() =>
-        stage.TOOL_HANDLERS ? stage.TOOL_HANDLERS[name](input) : stage.registry.getTool(name).execute(input, new AbortController().signal).then((r) => r.llmContent));
-      mkdirSync(id);
-      process.chdir(id);
-      writeFileSync("written.txt", "old content\\n");
-      writeFileSync("edited.txt", "old content\\n");
-      const write = await outcome(call("write_file", { path: "written.txt", content: big }));
-      const edited = edit.length === 2 ? await outcome(call("edit_file", { path: "edited.txt", [edit[0]]: "old", [edit[1]]: big })) : "no edit_file";
-      results[id] = { write, edited, written: readFileSync("written.txt", "utf8"), editedText: readFileSync("edited.txt", "utf8"), entries: readdirSync(".").sort() };
-      process.chdir(home);
-    }
-    console.log(JSON.stringify(results));`;
-
-  it("fails with a clear error, keeps the old content whole and leaves no temporary file", async () => {
-    // ulimit -f 2048: no file may grow past 2 MB (far more than tsx's cached files, which must
-    // be written whole); with SIGXFSZ ignored, a longer write fails with EFBIG.
-    const run = await runProgram(
-      "bash",
-      ["-c", `ulimit -f 2048; trap '' XFSZ; exec "$0" --import "$1" --input-type=module -e "$2" "$3"`, process.execPath, TSX_LOADER, SCRIPT, JSON.stringify(fillStages)],
-      { cwd: workspace.dir, timeoutMs: 20_000 },
-    );
-    expect(run.stderr).toBe("");
-    const results = JSON.parse(run.stdout);
-    for (const { id, edit } of fillStages) {
-      expect(results[id].write, id).toMatch(/^error: .*(EFBIG|too large)/);
-      expect(results[id].written, id).toBe("old content\n");
-      if (edit.length === 2) {
-        expect(results[id].edited, id).toMatch(/^error: .*(EFBIG|too large)/);
-        expect(results[id].editedText, id).toBe("old content\n");
-      }
-      expect(results[id].entries, id).toEqual(["edited.txt", "written.txt"]);
-    }
   });
 });

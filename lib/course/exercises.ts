@@ -75,6 +75,21 @@ export interface Requirement {
   check(t: CheckKit): Promise<void>;
 }
 
+/**
+ * A plausible wrong solution: what learners really write, as a small change to the stage
+ * file's text, and the requirement whose check must refuse it. `npm run verify:all` proves
+ * that each one fails that requirement, so a check that cannot tell this wrong from right is
+ * found before a learner is told "all ✓" for code that breaks the lesson.
+ */
+export interface WrongSolution {
+  /** What the learner got wrong, in a few words: "startsWith for containment". */
+  name: string;
+  /** Exact pieces of the stage file's text and what each becomes; each must occur exactly once. */
+  change: [before: string, after: string][];
+  /** The id of the requirement it must fail. */
+  fails: string;
+}
+
 export interface Exercise {
   /** The stage id, "s02"; the exercise file is exercises/<stage>.ts. */
   stage: string;
@@ -85,6 +100,8 @@ export interface Exercise {
   minutes: number;
   takeOut: TakeOut[];
   requirements: Requirement[];
+  /** The catalogue of wrong solutions (at least six), each failing the requirement it names. */
+  wrong?: WrongSolution[];
   /**
    * The stage file, relative to the repository, when its name does not follow agents/sNN_*.ts
    * (the capstone). The stage file is the reference solution.
@@ -105,6 +122,17 @@ export function defineExercise(exercise: Exercise): Exercise {
     if (requirement.hints.length !== 3) throw new Error(`${where}: requirement "${requirement.id}" needs exactly three hints`);
   }
   return exercise;
+}
+
+/** The stage file's text made wrong as `wrong` says; an error when a piece is not found exactly once. */
+export function wrongText(exercise: Exercise, wrong: WrongSolution, stageText: string): string {
+  let text = stageText;
+  for (const [before, after] of wrong.change) {
+    const count = text.split(before).length - 1;
+    if (count !== 1) throw new Error(`exercises/${exercise.stage}.ts: wrong solution "${wrong.name}": the text ${JSON.stringify(before.slice(0, 60))} occurs ${count} times in the stage file, not once (the stage has changed?)`);
+    text = text.replace(before, () => after);
+  }
+  return text;
 }
 
 /** What a learner's module (or a stage module) offers the checks. */
@@ -586,17 +614,25 @@ export interface CheckKit {
   /** A workspace file's text, or undefined when it does not exist. */
   read(relative: string): string | undefined;
   write(relative: string, text: string): void;
+  /**
+   * The module under check loaded afresh with `settings` in the environment while it loads
+   * (s06 reads its approval mode so), for this check only.
+   */
+  withSettings(settings: Record<string, string>): Promise<StageModule>;
 }
 
 // Replies, scenarios and results written briefly, for the checks (the same as the tests use).
 export { reply, resultText, scenarioOf, toolResults } from "./replies.ts";
 export type { ReplayedSession } from "./session.ts";
 
-/** A value shown inside a sentence: quoted, on one line, not too long. */
+/**
+ * A value shown inside a sentence, on one line, not too long, as it is written in code: a
+ * string in quotes, anything else as JSON (`true`, `3`, `null`, `{"a":1}`), so `true` and
+ * `"true"` never look the same.
+ */
 export function quote(value: unknown): string {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  const line = (text ?? String(value)).replace(/\r/g, "\\r").replace(/\n/g, "\\n");
-  return `"${line.length > 160 ? `${line.slice(0, 157)}...` : line}"`;
+  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return text.length > 160 ? `${text.slice(0, 156)}...${text.startsWith('"') ? '"' : ""}` : text;
 }
 
 /** The stage's tool `name` (lib/course/tools.ts); a stage without it fails the check, naming where it is missing. */
@@ -644,7 +680,27 @@ export interface CheckResult {
 }
 
 /** One requirement's check against a module, in a fresh workspace; never throws. */
-export async function runCheck(exercise: Exercise, requirement: Requirement, stage: StageModule): Promise<CheckResult> {
+/** A problem of the replay engine (lib/course/replay.ts), in Japanese; one it does not know stays as it is. */
+function replayProblemJa(problem: string): string {
+  const rules: [RegExp, (...groups: string[]) => string][] = [
+    [/^(\d+) recorded (?:reply was|replies were) never asked for$/, (n) => `記録した返答のうち ${n} 件は一度も求められませんでした`],
+    [/^request (\d+) came after the last recorded reply \((\d+)\)$/, (n, last) => `リクエスト ${n} は記録の最後の返答(${last} 件目)のあとに来ました`],
+    [/^request (\d+): expected tool results for \[(.*)\] in that order, got \[(.*)\]$/, (n, want, got) => `リクエスト ${n}: ツールの結果は [${want}] の順のはずが、[${got}] でした`],
+    [/^request (\d+): tool results for \[(.*)\] with no assistant message before them$/, (n, ids) => `リクエスト ${n}: ツールの結果 [${ids}] の前にアシスタントのメッセージがありません`],
+    [/^request (\d+): the tool calls \[(.*)\] before the results are not in any reply the replay served$/, (n, ids) => `リクエスト ${n}: 結果の前のツール呼び出し [${ids}] は、再生したどの返答にもありません`],
+    [/^request (\d+): the API would refuse it: (.*)$/, (n, why) => `リクエスト ${n}: API なら拒否します(${why})`],
+  ];
+  for (const [pattern, words] of rules) {
+    const match = pattern.exec(problem);
+    if (match) return words(...match.slice(1));
+  }
+  return problem;
+}
+
+/** Fresh copies of a module under check, each under its own URL so the module cache gives a new one. */
+let freshCopies = 0;
+
+export async function runCheck(exercise: Exercise, requirement: Requirement, stage: StageModule, stageUrl?: string): Promise<CheckResult> {
   const home = process.cwd();
   const root = realpathSync(mkdtempSync(path.join(process.env[CHECKS_FOLDER] || os.tmpdir(), `workbook-check-${exercise.stage}-`)));
   const workspace = path.join(root, "workspace");
@@ -688,10 +744,23 @@ export async function runCheck(exercise: Exercise, requirement: Requirement, sta
     demo(name) {
       return kit.replay(loadScenario(exercise.stage, name));
     },
+    async withSettings(settings) {
+      if (!stageUrl) throw new Error("this check loads the module afresh, and the module's file is not known here");
+      const before = Object.fromEntries(Object.keys(settings).map((name) => [name, process.env[name]]));
+      Object.assign(process.env, settings);
+      try {
+        return (await import(`${stageUrl}?settings=${++freshCopies}`)) as StageModule;
+      } finally {
+        for (const [name, value] of Object.entries(before)) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      }
+    },
     asRecorded(session) {
       if (session.problems.length === 0) return session;
-      const list = session.problems.join("; ");
-      throw new CheckFailure(say(`the session did not match the recording: ${list}`, `記録どおりに進みませんでした: ${list}`));
+      const [en, ja] = [session.problems.join("; "), session.problems.map(replayProblemJa).join("。")];
+      throw new CheckFailure(say(`the session did not match the recording: ${en}`, `記録どおりに進みませんでした: ${ja}`));
     },
     fail(actual, expected) {
       throw new CheckFailure(actual, expected);
@@ -757,7 +826,7 @@ function failed(requirement: Requirement, error: unknown): CheckResult {
  * the abandoned one still holds the console and the working directory. A loop that blocks
  * the process for good needs runChecksApart.
  */
-export async function runChecks(exercise: Exercise, stage: StageModule, options: { timeLimitMs?: number } = {}): Promise<CheckResult[]> {
+export async function runChecks(exercise: Exercise, stage: StageModule, options: { timeLimitMs?: number; stageUrl?: string } = {}): Promise<CheckResult[]> {
   const limit = options.timeLimitMs ?? GENEROUS_TIME_LIMIT_MS;
   const results: CheckResult[] = [];
   for (const requirement of exercise.requirements) {
@@ -767,7 +836,7 @@ export async function runChecks(exercise: Exercise, stage: StageModule, options:
     }
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<CheckResult>((resolve) => (timer = setTimeout(() => resolve(timedOut(requirement, limit)), limit)));
-    results.push(await Promise.race([runCheck(exercise, requirement, stage), late]));
+    results.push(await Promise.race([runCheck(exercise, requirement, stage, options.stageUrl), late]));
     clearTimeout(timer);
   }
   return results;
@@ -828,9 +897,13 @@ const loadLimitMs = (timeLimitMs: number) => Math.max(60_000, 3 * timeLimitMs);
 export async function runChecksApart(
   exercise: Exercise,
   file: string,
-  options: { timeLimitMs?: number; onResult?: (result: CheckResult, index: number) => void } = {},
+  options: { timeLimitMs?: number; onResult?: (result: CheckResult, index: number) => void; only?: string } = {},
 ): Promise<ApartRun> {
   const limit = options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS;
+  // `only`: one requirement's check (a wrong solution is run against the one it must fail).
+  const only = options.only === undefined ? undefined : exercise.requirements.findIndex((r) => r.id === options.only);
+  if (only === -1) throw new Error(`exercise ${exercise.stage} has no requirement "${options.only}"`);
+  const last = only ?? exercise.requirements.length - 1;
   const results: CheckResult[] = [];
   const record = (index: number, result: CheckResult) => {
     results[index] = result;
@@ -839,14 +912,14 @@ export async function runChecksApart(
   // The child's temporary folder: whatever a killed check leaves behind goes with it.
   const scratch = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-checks-")));
   try {
-    let from = 0;
-    while (from < exercise.requirements.length) {
-      const outcome = await childRun(exercise, file, from, limit, record, scratch);
+    let from = only ?? 0;
+    while (from <= last) {
+      const outcome = await childRun(exercise, file, from, last, limit, record, scratch);
       if (outcome.loadFailure) return { results, loadFailure: outcome.loadFailure };
       if (outcome.next === undefined) break;
       from = outcome.next;
     }
-    return { results };
+    return { results: only === undefined ? results : [results[only]] };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -857,6 +930,7 @@ function childRun(
   exercise: Exercise,
   file: string,
   from: number,
+  last: number,
   limit: number,
   record: (index: number, result: CheckResult) => void,
   scratch: string,
@@ -865,7 +939,7 @@ function childRun(
   // Not TMPDIR: tsx keeps its cache of compiled files there, and a cold cache is slow.
   const env: Record<string, string | undefined> = { ...process.env, [CHECKS_FOLDER]: scratch };
   for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, THIS_FILE, exercise.stage, file, String(from)], {
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, THIS_FILE, exercise.stage, file, String(from), String(last)], {
     cwd: scratch,
     env,
     stdio: ["ignore", "ignore", "pipe", "ipc"],
@@ -903,7 +977,7 @@ function childRun(
         clearTimeout(timer);
         timer = setTimeout(() => {
           record(message.index, timedOut(requirements[message.index], limit));
-          for (let i = message.index + 1; i < requirements.length; i++) record(i, notRun(requirements[i]));
+          for (let i = message.index + 1; i <= last; i++) record(i, notRun(requirements[i]));
           stop({});
         }, limit);
       } else if (message.type === "result") {
@@ -911,14 +985,14 @@ function childRun(
         record(message.index, message.result);
         lastDone = message.index;
         current = undefined;
-        if (message.index === requirements.length - 1) stop({});
+        if (message.index === last) stop({});
       }
     });
     child.on("exit", (code, signal) => {
       if (settled) return;
       if (!loaded) return stop({ loadFailure: { message: crashedWhileLoading(stderr, code) } });
       if (current === undefined) {
-        if (lastDone === requirements.length - 1) return stop({});
+        if (lastDone === last) return stop({});
         // Ended between two checks (a timer of the learner's calling process.exit, say): the
         // next check is the one it ended, and a fresh process goes on after it.
         current = lastDone + 1;
@@ -966,7 +1040,7 @@ export function describeLoadError(error: unknown, file: string): Text {
 }
 
 /** The child's side: load the module, then run the checks from `from` on, reporting each. */
-async function childMain([id, file, from]: string[]): Promise<void> {
+async function childMain([id, file, from, last]: string[]): Promise<void> {
   const send = (message: ChildMessage) => new Promise<void>((resolve) => process.send!(message, () => resolve()));
   // What the learner's code leaves behind (a promise rejected later) must not end the checks.
   process.on("unhandledRejection", () => {});
@@ -989,9 +1063,9 @@ async function childMain([id, file, from]: string[]): Promise<void> {
   await import("./session.ts");
   (await import("../runtime/model.ts")).sdkModule();
   await send({ type: "loaded" });
-  for (let index = Number(from); index < exercise.requirements.length; index++) {
+  for (let index = Number(from); index <= Number(last); index++) {
     await send({ type: "start", index });
-    const result = await runCheck(exercise, exercise.requirements[index], stage);
+    const result = await runCheck(exercise, exercise.requirements[index], stage, pathToFileURL(file).href);
     await send({ type: "result", index, result });
   }
   process.exit(0);
@@ -1026,6 +1100,8 @@ export async function typeCheck(copies: Map<string, string>, workshopDir = WORKS
     .filter((d) => d.file && virtual.has(d.file.fileName))
     .map((d) => {
       const { line, character } = d.file!.getLineAndCharacterOfPosition(d.start ?? 0);
-      return `${path.relative(REPO_ROOT, d.file!.fileName)}:${line + 1}:${character + 1}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`;
+      const relative = path.relative(REPO_ROOT, d.file!.fileName);
+      const shown = relative.startsWith("..") || path.isAbsolute(relative) ? d.file!.fileName : relative;
+      return `${shown}:${line + 1}:${character + 1}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`;
     });
 }

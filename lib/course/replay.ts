@@ -44,7 +44,7 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     remaining: () => scenario.replies.length - next,
     verdict: () => {
       const left = scenario.replies.length - next;
-      return left > 0 ? [...problems, `${left} recorded reply/replies were never asked for`] : [...problems];
+      return left > 0 ? [...problems, `${left} recorded ${left === 1 ? "reply was" : "replies were"} never asked for`] : [...problems];
     },
   };
 

@@ -36,7 +36,7 @@ export interface WriteRoot {
  * identity: the other links would keep the old text, and the owner would change.
  */
 export function writeAtomically(file: string, content: string, given: string, where: WriteRoot, options: { createFolders?: boolean } = {}): void {
-  const before = lstatSync(file, { throwIfNoEntry: false });
+  const before = existing(file, given);
   if (before?.isDirectory()) throw new Error(`${given} is a directory`);
   // Replacing a FIFO, a socket or a device would destroy it, and writing into one can wait for ever.
   if (before && !before.isFile()) throw new Error(`${given} is ${kindOf(before)}, not a regular file; only regular files are written`);
@@ -66,6 +66,16 @@ export function writeAtomically(file: string, content: string, given: string, wh
   });
 }
 
+/** What is at `file` now, if anything; a path through a file (`a.txt/b`) is said in words. */
+function existing(file: string, given: string) {
+  try {
+    return lstatSync(file, { throwIfNoEntry: false });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOTDIR") throw error;
+    throw new Error(`${given}: a part of its path is a file, not a folder; nothing was written`);
+  }
+}
+
 /** Overwrite the file's own bytes, so its other names and its owner stay (not atomic: only when needed). */
 function writeInPlace(name: string, content: string): void {
   const fd = openSync(name, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
@@ -90,7 +100,9 @@ export function inFolder(where: WriteRoot, folder: string, given: string, create
   process.chdir(root);
   try {
     for (const part of path.relative(root, folder).split(path.sep).filter(Boolean)) {
-      if (createFolders && !lstatSync(part, { throwIfNoEntry: false })) mkdirSync(part);
+      const found = lstatSync(part, { throwIfNoEntry: false });
+      if (found && !found.isDirectory() && !found.isSymbolicLink()) throw new Error(`${given}: ${part} on its way is a file, not a folder; nothing was written`);
+      if (createFolders && !found) mkdirSync(part);
       process.chdir(part);
       if (!isInside(root, process.cwd())) throw new Error(`${given}: a folder on its way became a link to outside the workspace while writing; nothing was written`);
     }

@@ -17,6 +17,9 @@ import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Sta
 export const MAX_FILE_BYTES = 10 * 1024 * 1024; // files larger than this are not loaded whole
 const MAX_LINE = 2000; // characters shown of one line of a page
 
+/** A file that is there and regular, but is not text to show: binary, or over the size limit. */
+export class NotText extends Error {}
+
 /** A page of a file: its lines as shown, the file's number of lines, and whether the page filled up before `limit` lines. */
 export type Page = { shown: string[]; total: number; full: boolean };
 
@@ -33,6 +36,7 @@ export function openFile(file: string, given: string): number {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw new Error(`${given} does not exist`);
+    if (code === "ENOTDIR") throw new Error(`${given} does not exist: a part of its path is a file, not a folder`);
     if (code === "ELOOP") throw new Error(`${given} became a symlink after it was checked; nothing was read`);
     // A socket cannot be opened at all: say what it is rather than "no such device".
     if (code === "ENXIO") throw new Error(`${given} is ${kindOf(statSync(file))}, not a regular file; only regular files are read`);
@@ -54,7 +58,7 @@ export function readText(file: string, given: string, whatInstead = "look at par
   try {
     const { size } = fstatSync(fd);
     if (size > MAX_FILE_BYTES) {
-      throw new Error(`${given} is ${(size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; ${whatInstead}`);
+      throw new NotText(`${given} is ${(size / 1024 / 1024).toFixed(1)} MB, over the 10 MB limit; ${whatInstead}`);
     }
     // At most the size seen when it was opened: a file that keeps growing cannot fill memory.
     const bytes = Buffer.alloc(size);
@@ -64,7 +68,7 @@ export function readText(file: string, given: string, whatInstead = "look at par
       if (read === 0) break; // the file shrank while it was read
       length += read;
     }
-    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+    if (bytes.subarray(0, Math.min(length, 8192)).includes(0)) throw new NotText(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
     return bytes.subarray(0, length).toString("utf8");
   } finally {
     closeSync(fd);
@@ -83,7 +87,7 @@ export function readPage(file: string, given: string, offset: number, limit: num
   try {
     const piece = Buffer.alloc(64 * 1024);
     if (piece.subarray(0, readSync(fd, piece, 0, 8192, 0)).includes(0)) {
-      throw new Error(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
+      throw new NotText(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
     }
     const page: Page = { shown: [], total: 0, full: false };
     const inPage = (line: number) => !page.full && line >= offset && line < offset + limit;

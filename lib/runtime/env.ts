@@ -38,7 +38,12 @@ export function loadWorkbookEnv(file = workbookEnvFile()): void {
     envProblem = (error as Error).message;
     return;
   }
-  if (text === undefined) return;
+  if (text === undefined) {
+    // The workbook's .env may be missing; a file the person named must not be, or a typo would
+    // look like "no key set".
+    if (process.env.WORKBOOK_ENV_FILE) envProblem = `WORKBOOK_ENV_FILE names ${file}, which does not exist`;
+    return;
+  }
   for (const [name, value] of Object.entries(parseEnv(text))) {
     if (process.env[name] === undefined) process.env[name] = value;
   }

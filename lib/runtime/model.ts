@@ -56,6 +56,9 @@ export function sdkModule(): typeof import("@anthropic-ai/sdk") {
 export function modelClient(settings: ModelSettings): ModelClient {
   let sdk: Promise<Anthropic> | undefined;
   const connect = async () => {
+    if (settings.apiKey && settings.authToken) {
+      throw new Error("both ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set; a provider takes one of them: unset the other (for a bearer token, unset ANTHROPIC_API_KEY)");
+    }
     const { default: Anthropic } = sdkModule();
     const credentials = settings.apiKey || settings.authToken;
     return new Anthropic({
@@ -72,7 +75,10 @@ export function modelClient(settings: ModelSettings): ModelClient {
   return {
     messages: {
       create: async (request, options) => {
-        const client = await (sdk ??= connect());
+        const client = await (sdk ??= connect().catch((error) => {
+          sdk = undefined; // said once per request, until the settings are right
+          throw error;
+        }));
         const reply: unknown = await whileWaiting(() => client.messages.create(request, options));
         return checkedReply(reply, settings.baseURL);
       },

@@ -111,7 +111,10 @@ export async function runProgram(program: StageProgram): Promise<number> {
 /** What `--help` prints: how to run the stage, its own flags, and the settings it reads. */
 function usage(program: StageProgram): string {
   const file = path.basename(process.argv[1] ?? "");
-  const run = `npx tsx agents/${/^s(\d\d_\w+|_full)\.ts$/.test(file) ? file : `${program.stage}_….ts`}`;
+  const run =
+    file === "workbook.mjs"
+      ? `node ${path.relative(process.cwd(), process.argv[1])} ${program.stage}` // from any folder
+      : `npx tsx agents/${/^s(\d\d_\w+|_full)\.ts$/.test(file) ? file : `${program.stage}_….ts`}`;
   return [
     `${program.stage}: ${program.title}`,
     ``,
