@@ -265,8 +265,9 @@ async function toolsFromServer(name: string, server: ServerSettings, root: strin
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
-  // mark is as bash's: when the program ends, every process that carries it ends, so a server and whatever it started end with the program (on Linux; elsewhere a
-  // server sees its stdin close, and a well-made server stops).
+  // mark is as bash's: when the program ends, every process that carries it ends, so a server
+  // and whatever it started end with the program (on Linux; elsewhere a server sees its stdin
+  // close, and a well-made server stops).
   const { mark, env: marked } = newProcessMark();
   const env = { ...getDefaultEnvironment(), ...server.env, ...marked };
   const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
@@ -545,7 +546,6 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
     return failed(`Error: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
-
 
 /** llmContent as the model gets it: text cut to MAX_OUTPUT in all; an image block as it is. */
 function forModel(content: OutsideResult["llmContent"]): ToolResultBlockParam["content"] {

@@ -1259,8 +1259,9 @@ async function toolsFromServer(name: string, server: ServerSettings, root: strin
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
-  // mark is as bash's: when the program ends, every process that carries it ends, so a server and whatever it started end with the program (on Linux; elsewhere a
-  // server sees its stdin close, and a well-made server stops).
+  // mark is as bash's: when the program ends, every process that carries it ends, so a server
+  // and whatever it started end with the program (on Linux; elsewhere a server sees its stdin
+  // close, and a well-made server stops).
   const { mark, env: marked } = newProcessMark();
   const env = { ...getDefaultEnvironment(), ...server.env, ...marked };
   const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
@@ -2407,8 +2408,10 @@ const client: ModelClient = {
       const { messages } = request;
       const conversation = conversationOf(messages);
       saveTranscript(conversation, messages);
-      const asked = compactionAsked;
-      compactionAsked = undefined;
+      // Only the parent has compact: what it asked for applies to its own conversation, never to a
+      // subagent's request that happens to come first (a task in the same reply).
+      const asked = childRun.getStore() ? undefined : compactionAsked;
+      if (asked) compactionAsked = undefined;
       const used = conversation.contextTokens;
       if (asked) await compact(messages, "the model asked for it", asked.focus);
       else if (used > compactThreshold) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);

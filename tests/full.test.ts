@@ -230,6 +230,30 @@ describe("the capstone's mechanisms beyond the demo", () => {
     for (const message of messages.slice(0, -1)) expect(transcript).toContain(JSON.stringify(message));
   });
 
+  it("compacts the conversation that asked: compact and task in one reply summarise the parent's, never the subagent's", async () => {
+    const isSummary = (body: { tool_choice?: unknown }) => JSON.stringify(body.tool_choice) === JSON.stringify({ type: "none" });
+    const running = replay(
+      scenarioOf([
+        reply.tools([
+          { id: "toolu_make_room", name: "compact", input: {} },
+          { id: "toolu_side", name: "task", input: { description: "look", prompt: "Say hello." } },
+        ]),
+        reply.text("Hello from the subagent."), // the subagent's one request: it must not be compacted
+        reply.text("Summary: the parent asked for room."), // the parent's summary request
+        reply.text("Done."),
+      ]),
+    );
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await runTurns(full.agentLoop, ["Make room, and ask a helper."]);
+    const requests = running.requests;
+    expect(requests).toHaveLength(4);
+    expect(requests.map(isSummary)).toEqual([false, false, true, false]);
+    // The subagent's request carries its own one message; the summary is made of the parent's conversation.
+    expect(requests[1].messages).toEqual([{ role: "user", content: "Say hello." }]);
+    expect(JSON.stringify(requests[2].messages)).toContain("Make room, and ask a helper.");
+    expect(JSON.stringify(requests[3].messages)).toContain("Summary: the parent asked for room.");
+  });
+
   it("keeps any tool's large result whole in a file, not only bash's (s07 in runTool)", async () => {
     writeFileSync("big.txt", Array.from({ length: 3000 }, (_, i) => `match line ${i + 1}`).join("\n"));
     const result = await full.runTool({ type: "tool_use", id: "toolu_big_grep", name: "grep", input: { pattern: "match", output_mode: "content", head_limit: 0 } } as ToolUseBlock);

@@ -17,7 +17,22 @@ export default {
   extends: DefaultTheme,
   // Every stage page, planned page and diff page ends with where to go next.
   Layout: () => h(DefaultTheme.Layout, null, { "doc-footer-before": () => h(StageFooter) }),
-  enhanceApp({ app }) {
+  enhanceApp({ app, router }) {
+    // A link to a region inside a collapsed block (a carried-over region, a ::: details) opens
+    // the block, so the browser lands on the code and not beside a closed box.
+    if (typeof window !== "undefined") {
+      const openTarget = () => {
+        const id = decodeURIComponent(window.location.hash.slice(1));
+        const target = id ? document.getElementById(id) : null;
+        for (let node: HTMLElement | null = target; node; node = node.parentElement) if (node instanceof HTMLDetailsElement) node.open = true;
+      };
+      window.addEventListener("hashchange", openTarget);
+      const after = router.onAfterRouteChange;
+      router.onAfterRouteChange = (to) => {
+        after?.(to);
+        setTimeout(openTarget);
+      };
+    }
     app.component("StageHeader", StageHeader);
     app.component("CurriculumList", CurriculumList);
     app.component("SessionView", SessionView);

@@ -26,7 +26,7 @@ import { loadScenario, type Scenario } from "./scenario.ts";
 import { resultText } from "./replies.ts";
 import type { ReplayedSession } from "./session.ts";
 import { AGENTS_DIR, existingStages, REPO_ROOT, TSX_LOADER } from "./stages.ts";
-import { nobody, useTerminal } from "../runtime/terminal.ts";
+import { nobody, useTerminal, type Terminal } from "../runtime/terminal.ts";
 import { toolCall, type ToolCall, type ToolStage } from "./tools.ts";
 import { remembering } from "./recent.ts";
 import { typescript } from "./typescript.ts";
@@ -619,6 +619,24 @@ export interface CheckKit {
    * (s06 reads its approval mode so), for this check only.
    */
   withSettings(settings: Record<string, string>): Promise<StageModule>;
+}
+
+/**
+ * A terminal with no person whose ask never returns, as an open pipe with no one typing: code
+ * that asks anyway waits for ever (a check wraps it in t.within), and asked() says it asked.
+ * The real program's terminal looks like this when its input is piped and never ends.
+ */
+export function nobodyWhoHangs(): { terminal: Terminal; asked: () => number } {
+  let asked = 0;
+  const terminal: Terminal = {
+    hasPerson: false,
+    ask: () => {
+      asked += 1;
+      return new Promise<string | null>(() => {});
+    },
+    close() {},
+  };
+  return { terminal, asked: () => asked };
 }
 
 // Replies, scenarios and results written briefly, for the checks (the same as the tests use).

@@ -13,6 +13,7 @@ import { StringDecoder } from "node:string_decoder";
 /** What stands where the middle was cut: how much, out of how much. */
 export const cutMarker = (cut: number, total: number) => `\n... [${cut} characters cut from the middle, ${total} in all] ...\n`;
 
+// #region clip
 /**
  * Text cut to at most about `max` characters, with a note of what was cut: the head and the
  * tail when the end matters (a command's output often ends with its error), or the head.
@@ -30,7 +31,9 @@ export function clip(text: string, max: number, keep: "head and tail" | "head" =
   // what it replaces, so the text stays whole.
   return clipped.length < text.length ? clipped : text;
 }
+// #endregion clip
 
+// #region head-and-tail
 /**
  * Keeps the head and the tail of a stream as it arrives, so endless output cannot fill
  * memory: at most about `max` characters in all, as clip would keep of the whole.
@@ -64,3 +67,4 @@ export class HeadAndTail {
     return cut > 0 ? this.head + cutMarker(cut, this.total) + this.tail : this.head + this.tail;
   }
 }
+// #endregion head-and-tail

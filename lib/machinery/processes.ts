@@ -53,6 +53,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
   return new Promise((resolve, reject) => {
     // A signal given already fires no "abort" event: the command would run to its end.
     if (signal?.aborted) return reject(new Error("cancelled by the user; the command was not started"));
+    // #region spawn
     // stdin is /dev/null unless there is input, so `cat` or `read x` ends at once. `detached`
     // puts the command in its own process group; the mark in its environment follows
     // whatever it starts. --norc: a bash whose stdin is a socket (as Node's pipes are) may
@@ -70,6 +71,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
       child.stdin.on("error", () => {}); // a command that never reads its input
       child.stdin.end(input);
     }
+    // #endregion spawn
     // Bytes as they come. An event handler has no caller to throw to: a sink that fails (a
     // full disk) ends this command, not the program.
     const take = (sink: OutputSink) => (chunk: Buffer) => {
@@ -83,6 +85,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
     };
     child.stdout!.on("data", take(output));
     child.stderr!.on("data", take(errors));
+    // #region time-limit
     const stop = (why: string) => {
       clearTimeout(timer);
       endProcesses(`${mark}\0`, [child.pid!]);
@@ -92,11 +95,13 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
     const timer = setTimeout(() => stop(`timed out after ${timeoutMs / 1000}s`), timeoutMs);
     const onAbort = () => stop("cancelled by the user");
     signal?.addEventListener("abort", onAbort, { once: true });
+    // #endregion time-limit
     child.on("error", (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       reject(error.code === "ENOENT" && error.syscall?.startsWith("spawn") ? bashMissing() : error);
     });
+    // #region exit-close
     // "exit", then "close" or 50 ms: a background child (`sleep 30 &`) may hold the pipes open
     // for long after the shell is done. Output still in the pipes is read until they close, or
     // for 50 ms and then one more turn of the event loop (when the program is busy, the timer
@@ -118,6 +123,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
       const grace = setTimeout(() => setImmediate(done), 50);
       child.once("close", done);
     });
+    // #endregion exit-close
   });
 }
 
@@ -130,6 +136,7 @@ function bashMissing(): Error {
   return new Error(`bash was not found on PATH, so no command can run. ${where}`);
 }
 
+// #region marks
 // Nothing a command starts may outlive it: not a background job (`sleep 1000 &`), not a
 // process that leaves the command's process group (`setsid`, a daemon). Every process a
 // command starts inherits its environment, so each command gets a mark there; at a timeout
@@ -141,6 +148,7 @@ const commandGroups = new Set<number>();
 let commandsRun = 0;
 const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
 process.on("exit", () => endAllCommands());
+// #endregion marks
 
 /**
  * A mark for a process the caller starts itself (s08's MCP servers): put `env` into its
@@ -152,6 +160,7 @@ export function newProcessMark(): { mark: string; env: Record<string, string> } 
   return { mark, env: { [COMMAND_MARK]: mark } };
 }
 
+// #region end-processes
 /** End these process groups, then every process whose mark starts with `mark`, until none is left. */
 export function endProcesses(mark: string, groups: Iterable<number>): void {
   const kill = (pid: number) => {
@@ -187,3 +196,4 @@ function markedProcesses(needle: string): number[] {
     })
     .map(Number);
 }
+// #endregion end-processes

@@ -17,7 +17,9 @@ import ignore, { type Ignore } from "ignore";
 
 // Searches never look into the repository's internals or installed packages, nor into what
 // .gitignore says is not the project (build output, logs, .env): noise at best, secrets at worst.
-const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
+// Nor into the agent's own folder, .agent (saved results, transcripts, settings), unless the
+// search starts inside it: a transcript holds every tool output of earlier sessions.
+const ALWAYS_SKIPPED = new Set([".git", "node_modules", ".agent"]);
 const MAX_PATTERNS = 1000; // patterns one glob may stand for once its braces are expanded
 
 export type FoundFile = { shown: string; full: string };

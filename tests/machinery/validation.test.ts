@@ -4,7 +4,9 @@
 // as a sentence the model can act on, naming the argument, never as "Cannot read properties of
 // undefined". The stages' own tests keep the argument checks of each tool.
 import { describe, expect, it } from "vitest";
-import { jsonSchemaValidator, optionalInteger, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaErrors } from "../../lib/machinery/validation.ts";
+import {
+  dialectOf, jsonSchemaValidator, optionalInteger, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaErrors, schemaForModel, withoutPatterns,
+} from "../../lib/machinery/validation.ts";
 
 describe("the checks Part I's handlers make by hand", () => {
   it("requireString gives a string back, the empty one too, and refuses anything else, naming the argument", () => {
@@ -75,6 +77,7 @@ describe("schemaCheck and schemaErrors: a tool's JSON Schema, in sentences", () 
     expect(check({ path: "a.txt", limit: 100, mode: "full", options: { depth: 2, tags: [] } })).toBeNull();
   });
 
+  // #region missing-and-unknown
   it("names a required parameter that is missing", () => {
     expect(check({})).toBe('"path" is required');
   });
@@ -82,6 +85,7 @@ describe("schemaCheck and schemaErrors: a tool's JSON Schema, in sentences", () 
   it("names a parameter the tool does not have", () => {
     expect(check({ path: "a.txt", file: "b.txt" })).toBe('"file" is not a parameter of this tool');
   });
+  // #endregion missing-and-unknown
 
   it("says the type wanted, with a or an", () => {
     expect(check({ path: 5 })).toBe('"path" must be a string');
@@ -97,10 +101,12 @@ describe("schemaCheck and schemaErrors: a tool's JSON Schema, in sentences", () 
     expect(check({ path: "a", mode: "slow" })).toBe('"mode" must be one of fast, full');
   });
 
+  // #region every-problem
   it("says every problem at once, and ajv's own words for the rest", () => {
     expect(check({ limit: 1.5, extra: 1 })).toBe('"path" is required; "extra" is not a parameter of this tool; "limit" must be an integer');
     expect(check({ path: "a", name: "x" })).toBe('"name" must NOT have fewer than 2 characters');
   });
+  // #endregion every-problem
 
   it("schemaErrors turns ajv's findings into sentences on its own (the same words as schemaCheck)", () => {
     const validate = jsonSchemaValidator().compile(schema);
@@ -114,5 +120,40 @@ describe("schemaCheck and schemaErrors: a tool's JSON Schema, in sentences", () 
     expect(outside({ when: "whenever" })).toBeNull();
     expect(outside({})).toBe('"when" is required');
     expect(() => outsideSchemaCheck({ type: "object", properties: { a: { type: "no-such-type" } } })).toThrow();
+  });
+});
+
+describe("schemas written by others: never a backtracking pattern on the main thread, the dialect they declare, a shape the API takes", () => {
+  it("takes the patterns out before compiling: ^(a+)+$ on an unlucky argument costs nothing, and a property called pattern stays", () => {
+    const evil = { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" }, pattern: { type: "string", minLength: 1 } }, required: ["s"] };
+    const started = performance.now();
+    expect(outsideSchemaCheck(evil)({ s: `${"a".repeat(40)}!`, pattern: "x" })).toBeNull();
+    expect(performance.now() - started).toBeLessThan(2000); // with the pattern, this argument takes years
+    expect(outsideSchemaCheck(evil)({ s: "a", pattern: "" })).toBe('"pattern" must NOT have fewer than 1 characters');
+    const deep = { type: "object", properties: { list: { type: "array", items: { type: "string", pattern: "(x+x+)+y" } } }, patternProperties: { "^(a|a)*$": { type: "number" } } };
+    expect(JSON.stringify(withoutPatterns(deep))).toBe('{"type":"object","properties":{"list":{"type":"array","items":{"type":"string"}}}}');
+    // Data is data: an enum value with a key called pattern is not a schema.
+    expect(withoutPatterns({ enum: [{ pattern: "x" }] })).toEqual({ enum: [{ pattern: "x" }] });
+  });
+
+  it("validates as JSON Schema 2020-12 (MCP's dialect) unless the schema declares draft-07", () => {
+    const tuple = { type: "object", properties: { pair: { type: "array", prefixItems: [{ type: "string" }, { type: "number" }], items: false } } };
+    expect(outsideSchemaCheck(tuple)({ pair: ["a", 1] })).toBeNull();
+    expect(outsideSchemaCheck(tuple)({ pair: ["a", 1, "more"] })).not.toBeNull();
+    expect(dialectOf({ $schema: "https://json-schema.org/draft/2020-12/schema" }, "draft-07")).toBe("2020-12");
+    expect(dialectOf({ $schema: "http://json-schema.org/draft-07/schema#" }, "2020-12")).toBe("draft-07");
+    expect(dialectOf({}, "2020-12")).toBe("2020-12");
+  });
+
+  it("sends a top-level oneOf, anyOf or allOf as one object schema, requiring what every shape requires", () => {
+    const either = { oneOf: [{ type: "object", properties: { a: { type: "string" } }, required: ["a", "c"] }, { type: "object", properties: { b: { type: "number" }, c: { type: "string" } }, required: ["b", "c"] }] };
+    const sent = schemaForModel(either)!;
+    expect(sent).toMatchObject({ type: "object", properties: { a: { type: "string" }, b: { type: "number" }, c: { type: "string" } }, required: ["c"] });
+    expect(sent).not.toHaveProperty("oneOf");
+    expect(schemaForModel({ allOf: [{ required: ["a"] }, { required: ["b"] }] })).toMatchObject({ required: ["a", "b"] });
+    expect(schemaForModel({ type: "object", properties: {} })).toBeUndefined();
+    // The shapes are still checked before a call runs.
+    expect(outsideSchemaCheck(either)({ a: "x", c: "y" })).toBeNull();
+    expect(outsideSchemaCheck(either)({ c: "y" })).not.toBeNull();
   });
 });

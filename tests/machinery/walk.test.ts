@@ -323,3 +323,14 @@ describe("names, order and notes", () => {
     ]);
   });
 });
+
+describe("the agent's own folder", () => {
+  useWorkspace();
+
+  it("is left out of a walk (a transcript holds every tool output of earlier sessions), unless the walk starts inside it", () => {
+    writeFiles({ "src/a.ts": "x", ".agent/transcripts/t.jsonl": "secret output", ".agent/tool-results/r.txt": "big", "deep/.agent/x.txt": "x" });
+    const root = process.cwd();
+    expect(walkFiles(root, root, () => true).files.map((f) => f.shown).sort()).toEqual(["src/a.ts"]);
+    expect(walkFiles(root, path.join(root, ".agent"), () => true).files.map((f) => f.shown).sort()).toEqual([".agent/tool-results/r.txt", ".agent/transcripts/t.jsonl"]);
+  });
+});
