@@ -9,8 +9,8 @@ export interface Stage {
   id: string;
   /** The file in agents/, e.g. "s02_tool_use.ts" */
   file: string;
-  /** 1, 2 or 3: the breadcrumb puts a `|` between layers. The capstone stands after them. */
-  layer: 1 | 2 | 3 | "capstone";
+  /** 1 to 5: the breadcrumb puts a `|` between layers. The capstone stands after them. */
+  layer: Layer | "capstone";
   /**
    * The stage this one is built from, which "What changed" on its page compares it with.
    * Part I is cumulative (each stage's parent is the one before it); s06 rebuilds s03's core
@@ -25,11 +25,18 @@ export interface Stage {
   seeds: string[];
 }
 
-export const LAYERS: Record<1 | 2 | 3, Record<Lang, string>> = {
+export type Layer = 1 | 2 | 3 | 4 | 5;
+
+export const LAYERS: Record<Layer, Record<Lang, string>> = {
   1: { en: "The loop and its tools", ja: "ループとツール" },
   2: { en: "A harness for many tools", ja: "ツールを束ねるハーネス" },
   3: { en: "Planning and context", ja: "計画とコンテキスト" },
+  4: { en: "The agent you use every day", ja: "毎日使うエージェント" },
+  5: { en: "Agents that work in parallel", ja: "並んで働くエージェント" },
 };
+
+/** The layers in order, for the breadcrumb, the sidebar and the curriculum list. */
+export const LAYER_ORDER: Layer[] = [1, 2, 3, 4, 5];
 
 export const STAGES: Stage[] = [
   {
@@ -186,6 +193,110 @@ export const STAGES: Stage[] = [
       ja: "必要なときに読み込む知識(一覧だけを見せ、頼まれたら読み込むスキル)と、セッションをまたいで残るメモリです。",
     },
     seeds: ["002"],
+  },
+  {
+    id: "s13",
+    file: "s13_streaming.ts",
+    layer: 4,
+    parent: "s06",
+    title: { en: "Streaming", ja: "ストリーミング" },
+    motto: { en: "Show the reply as it is written", ja: "返答は書かれるそばから見せます" },
+    teaches: {
+      en: "Replies streamed as they are written: text as its deltas arrive, a tool call shown once its input is whole, Ctrl-C that stops a reply and keeps the history valid, retries announced.",
+      ja: "返答を書かれるそばから流します。テキストは差分が届くたびに表示し、ツール呼び出しは入力がそろった時点で見せます。Ctrl-C で返答を止めても履歴は正しいまま残り、再試行は知らせます。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s14",
+    file: "s14_cost.ts",
+    layer: 4,
+    parent: "s06",
+    title: { en: "Cost", ja: "コスト" },
+    motto: { en: "Know what a session costs, and cache what repeats", ja: "セッションの費用を知り、繰り返す部分はキャッシュします" },
+    teaches: {
+      en: "Prompt caching with breakpoints on the system prompt, the tools and the newest message; tokens and dollars after every turn; /cost for the session.",
+      ja: "システムプロンプト、ツール、最新のメッセージにブレークポイントを置くプロンプトキャッシュ。ターンごとのトークン数と費用、そしてセッション全体の /cost です。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s15",
+    file: "s15_providers.ts",
+    layer: 4,
+    parent: "s06",
+    title: { en: "Providers", ja: "プロバイダ" },
+    motto: { en: "One loop, any model", ja: "ループは1つ、モデルは何でも" },
+    teaches: {
+      en: "One adapter that speaks OpenAI's Chat Completions and translates both ways, so the same loop runs on any model (PROVIDER=openai).",
+      ja: "OpenAI の Chat Completions を話し、双方向に変換するアダプタを1つ。同じループがどのモデルでも動きます(PROVIDER=openai)。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s16",
+    file: "s16_sessions.ts",
+    layer: 4,
+    parent: "s06",
+    title: { en: "Sessions", ja: "セッション" },
+    motto: { en: "Nothing is lost when the program ends", ja: "プログラムが終わっても、何も失いません" },
+    teaches: {
+      en: "An append-only session log, one message per line as it enters the history; --continue and --resume, and repair of a log cut short.",
+      ja: "履歴に入るたびに1行ずつ書き足すセッションログ。--continue と --resume、そして途中で切れたログの修復です。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s17",
+    file: "s17_hooks_and_permissions.ts",
+    layer: 4,
+    parent: "s06",
+    title: { en: "Hooks and Permissions", ja: "フックと権限" },
+    motto: { en: "The person sets the rules, the harness keeps them", ja: "ルールは人が決め、守るのはハーネスです" },
+    teaches: {
+      en: "Permission rules (allow, ask, deny) in Claude Code's syntax, and hooks the harness runs before and after each tool, at each prompt and at the end of a turn.",
+      ja: "Claude Code と同じ書き方の権限ルール(allow、ask、deny)と、ツールの前後、プロンプトのたび、ターンの終わりにハーネスが実行するフックです。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s18",
+    file: "s18_background_tasks.ts",
+    layer: 5,
+    parent: "s06",
+    title: { en: "Background Tasks", ja: "バックグラウンドタスク" },
+    motto: { en: "Keep thinking while a command runs", ja: "コマンドが動く間も考え続けます" },
+    teaches: {
+      en: "Slow commands run in the background; the agent reads their output when it wants, and hears when they end.",
+      ja: "時間のかかるコマンドはバックグラウンドで動かします。エージェントは好きなときに出力を読み、終わったら知らせを受けます。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s19",
+    file: "s19_task_graph_and_team.ts",
+    layer: 5,
+    parent: "s18",
+    title: { en: "Task Graph and Team", ja: "タスクグラフとチーム" },
+    motto: { en: "Split the work, claim it, and say when it is done", ja: "仕事を分け、引き受け、終わったら伝えます" },
+    teaches: {
+      en: "A task board on disk with dependencies, and teammates with inboxes who claim tasks from it, race-free.",
+      ja: "依存関係つきのタスクボードをディスクに置き、受信箱を持つチームメイトがそこからタスクを取り合わずに引き受けます。",
+    },
+    seeds: [],
+  },
+  {
+    id: "s20",
+    file: "s20_worktrees.ts",
+    layer: 5,
+    parent: "s19",
+    title: { en: "Worktrees", ja: "ワークツリー" },
+    motto: { en: "Each task in its own checkout", ja: "タスクごとに専用のチェックアウトを" },
+    teaches: {
+      en: "Each task in its own git worktree: created, listed and removed by the agent, bound to a task, and the core tools working inside it.",
+      ja: "タスクごとに git のワークツリーを1つ。エージェントが作り、一覧し、片づけ、タスクに結びつけ、中核のツールがその中で動きます。",
+    },
+    seeds: [],
   },
 ];
 

@@ -2,7 +2,7 @@
 // its own once written, a planned page until then (marked as such). The workshop, the
 // exercises and the benchmarks, which others write, appear only when their page exists.
 import type { DefaultTheme } from "vitepress";
-import { CAPSTONE, LAYERS, MACHINERY, machineryLink, STAGES, stageLink, type Lang, type Stage } from "./curriculum.ts";
+import { CAPSTONE, LAYER_ORDER, LAYERS, MACHINERY, machineryLink, STAGES, stageLink, type Lang, type Stage } from "./curriculum.ts";
 
 const LABELS = {
   en: {
@@ -37,7 +37,7 @@ function stageItem(stage: Stage, lang: Lang, present: ReadonlyMap<string, string
 
 export function sidebar(lang: Lang, present: ReadonlyMap<string, string>, optional: Optional = NONE): DefaultTheme.SidebarItem[] {
   const label = LABELS[lang];
-  const layers = ([1, 2, 3] as const).map((layer) => ({
+  const layers = LAYER_ORDER.map((layer) => ({
     text: LAYERS[layer][lang],
     items: STAGES.filter((stage) => stage.layer === layer).map((stage) => stageItem(stage, lang, present)),
   }));

@@ -18,6 +18,33 @@ const ask = (messages: Anthropic.MessageParam[]) =>
 describe("the replay engine", () => {
   const replay = useReplay();
 
+  it("streams any recorded reply when a request asks for a stream: what the SDK assembles is the reply as recorded, for every fixture", async () => {
+    const replies = readdirSync(FIXTURES_DIR).flatMap((stage) =>
+      readdirSync(path.join(FIXTURES_DIR, stage))
+        .filter((name) => name.endsWith(".json"))
+        .flatMap((name) => {
+          try {
+            return loadScenario(stage, name.replace(/\.json$/, "")).replies;
+          } catch {
+            return []; // a JSON file that is not a scenario (s08's settings)
+          }
+        }),
+    );
+    expect(replies.length).toBeGreaterThan(50);
+    replay(scenarioOf(replies));
+    for (const recorded of replies) {
+      const stream = client.messages.stream({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "go" }] });
+      const deltas: string[] = [];
+      stream.on("text", (text) => deltas.push(text));
+      const message = await stream.finalMessage();
+      expect(message.content).toEqual(JSON.parse(JSON.stringify(recorded.content)));
+      expect(message.stop_reason).toBe(recorded.stop_reason);
+      const text = recorded.content.filter((block) => block.type === "text").map((block) => block.text).join("");
+      expect(deltas.join("")).toBe(text);
+      if (text.length > 24) expect(deltas.length).toBeGreaterThan(1); // in pieces, as a stream comes
+    }
+  });
+
   it("serves the replies in order and records each request", async () => {
     const session = replay(scenarioOf([reply.text("one"), reply.text("two")]));
     const first = await ask([{ role: "user", content: "a" }]);

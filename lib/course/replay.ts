@@ -61,7 +61,10 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     const refused = apiProblem(body);
     if (refused) return refuse(problems, `request ${index + 1}: the API would refuse it: ${refused}`);
     next += 1;
-    return Response.json(scenario.replies[index], { headers: { "request-id": `req_replay_${index + 1}` } });
+    const headers = { "request-id": `req_replay_${index + 1}` };
+    // A request that asks for a stream gets the same reply as the API would stream it.
+    if (body.stream === true) return new Response(eventStream(scenario.replies[index]), { headers: { ...headers, "content-type": "text/event-stream" } });
+    return Response.json(scenario.replies[index], { headers });
   });
 
   const pages = Object.entries(scenario.web ?? {}).map(([url, page]) =>
@@ -143,6 +146,46 @@ function refuse(problems: string[], problem: string) {
     { type: "error", error: { type: "invalid_request_error", message: `Replay: ${problem}` } },
     { status: 400, headers: { "x-should-retry": "false" } },
   );
+}
+
+/**
+ * A recorded reply as the Messages API streams it (server-sent events): message_start, then
+ * each block's start, its deltas and its stop, then message_delta with the stop reason, and
+ * message_stop. Text comes in pieces of a few words, a tool's input as pieces of its JSON: what
+ * a client assembles from them is the reply as recorded, so every fixture serves a streaming
+ * stage too.
+ */
+export function eventStream(reply: Message, pieceLength = 12): ReadableStream<Uint8Array> {
+  const events: [string, object][] = [];
+  const { content, stop_reason, stop_sequence, usage } = reply;
+  events.push(["message_start", { type: "message_start", message: { ...reply, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 0 } } }]);
+  const pieces = (text: string) => (text.length === 0 ? [""] : Array.from({ length: Math.ceil(text.length / pieceLength) }, (_, i) => text.slice(i * pieceLength, (i + 1) * pieceLength)));
+  content.forEach((block, index) => {
+    const delta = (payload: object) => events.push(["content_block_delta", { type: "content_block_delta", index, delta: payload }]);
+    if (block.type === "text") {
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, text: "" } }]);
+      for (const text of pieces(block.text)) delta({ type: "text_delta", text });
+    } else if (block.type === "tool_use" || block.type === "server_tool_use") {
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, input: {} } }]);
+      for (const partial_json of pieces(JSON.stringify(block.input ?? {}))) delta({ type: "input_json_delta", partial_json });
+    } else if (block.type === "thinking") {
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, thinking: "", signature: "" } }]);
+      for (const thinking of pieces(block.thinking)) delta({ type: "thinking_delta", thinking });
+      delta({ type: "signature_delta", signature: block.signature });
+    } else {
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: block }]); // whole, as the API sends it
+    }
+    events.push(["content_block_stop", { type: "content_block_stop", index }]);
+  });
+  events.push(["message_delta", { type: "message_delta", delta: { stop_reason, stop_sequence }, usage: { output_tokens: usage?.output_tokens ?? 0 } }]);
+  events.push(["message_stop", { type: "message_stop" }]);
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const [event, data] of events) controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+      controller.close();
+    },
+  });
 }
 
 export interface RunningReplay extends Replay {
