@@ -18,6 +18,21 @@ function lines(size: number): string {
   for (let i = 1; text.length < size; i++) text += `line ${i}\n`;
   return text.slice(0, size);
 }
+/** Numbered entries over `size` characters, with no word "line" in them: "entry 1 xxx…\nentry 2 xxx…". */
+function entries(size: number, endsWithBreak: boolean): string {
+  const all: string[] = [];
+  for (let i = 1, length = 0; length <= size; i++) length += (all[all.length] = `entry ${i} ${"x".repeat(30 + (i % 50))}`).length + 1;
+  return all.join("\n") + (endsWithBreak ? "\n" : "");
+}
+
+/** The number of the first whole line of `text` that `preview` ends with (the preview's tail). */
+function tailStart(text: string, preview: string): number {
+  let common = 0;
+  while (common < Math.min(text.length, preview.length) && text[text.length - 1 - common] === preview[preview.length - 1 - common]) common += 1;
+  let at = text.length - common;
+  if (at > 0 && text[at - 1] !== "\n") at = text.indexOf("\n", at) + 1;
+  return text.slice(0, at).split("\n").length;
+}
 const firstLine = (text: string) => text.slice(0, text.indexOf("\n"));
 const lastLine = (text: string) => text.slice(text.lastIndexOf("\n") + 1);
 
@@ -75,8 +90,8 @@ export default defineExercise({
     {
       function: "ResultFile.add",
       task: say(
-        "take the next bytes of a result: keep them while the result is at most RESULT_LIMIT characters; past that, write everything to a new file (newResultFile) and from then on write each piece as it comes, keeping only the start and the end in memory.",
-        "結果の続きのバイト列を受け取ります。RESULT_LIMIT 文字以内のあいだはメモリに持ち、超えたら新しいファイル（newResultFile）にそれまでの全部を書き、以後は届くたびに書き込んで、メモリには先頭と末尾だけを残します。",
+        "take the next bytes of a result: count its characters (as JavaScript counts them, from the bytes) and line breaks, and whether it ends with one; keep them while the result is at most RESULT_LIMIT characters; past that, write everything to a new file (newResultFile) and from then on write each piece as it comes, keeping only the start and the end in memory.",
+        "結果の続きのバイト列を受け取ります。文字数（JavaScript の数え方で、バイト列から）と改行の数、改行で終わるかを数えます。RESULT_LIMIT 文字以内のあいだはメモリに持ち、超えたら新しいファイル（newResultFile）にそれまでの全部を書き、以後は届くたびに書き込んで、メモリには先頭と末尾だけを残します。",
       ),
     },
     {
@@ -94,6 +109,72 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "the large result cut instead of kept: no file, the middle lost",
+      change: [["      [this.fd, this.saved] = newResultFile(this.callId);\n", "      this.problem = \"the result was too large\";\n"]],
+      fails: "large-kept",
+    },
+    {
+      name: "only what comes after the limit goes to the file (the first 40,000 characters lost)",
+      change: [["    this.write(all);\n", ""]],
+      fails: "large-kept",
+    },
+    {
+      name: "every result written to a file, small ones too",
+      change: [["    if (this.fd !== undefined) closeSync(this.fd);", "    if (this.fd === undefined) {\n      [this.fd, this.saved] = newResultFile(this.callId);\n      this.write(Buffer.concat(this.whole));\n    }\n    closeSync(this.fd!);"]],
+      fails: "small-whole",
+    },
+    {
+      name: "the limit off by one: exactly 40,000 characters goes to a file",
+      change: [["    if (this.characters <= RESULT_LIMIT) return;", "    if (this.characters < RESULT_LIMIT) return;"]],
+      fails: "small-whole",
+    },
+    {
+      name: "bytes counted as characters",
+      change: [["      if (byte < 0x80 || byte >= 0xc0) characters += byte >= 0xf0 ? 2 : 1;", "      characters += 1;"]],
+      fails: "small-whole",
+    },
+    {
+      name: "a last line without a line break not counted: the tail's line number off by one",
+      change: [["    this.endsWithBreak = bytes[bytes.length - 1] === 10;\n", ""]],
+      fails: "tail-line",
+    },
+    {
+      name: "the end not kept once the file started: the preview's tail is from the moment the limit passed",
+      change: [["      this.write(bytes);\n      this.end = lastBytes(this.end, bytes);\n", "      this.write(bytes);\n"]],
+      fails: "streamed",
+    },
+    {
+      name: "the pieces collected and written at the end, not as they arrive",
+      change: [
+        ["      this.write(bytes);\n      this.end = lastBytes(this.end, bytes);\n", "      this.whole.push(bytes);\n      this.end = lastBytes(this.end, bytes);\n"],
+        ["    if (this.fd !== undefined) closeSync(this.fd);", "    if (this.fd !== undefined) {\n      this.write(Buffer.concat(this.whole));\n      closeSync(this.fd);\n    }"],
+      ],
+      fails: "streamed",
+    },
+    {
+      name: "no folder: the error reaches the model instead of the two ends",
+      change: [["    try {\n      [this.fd, this.saved] = newResultFile(this.callId);\n    } catch (error) {\n      this.problem = `${RESULTS_FOLDER} could not be written: ${(error as Error).message}`;\n    }\n", "    [this.fd, this.saved] = newResultFile(this.callId);\n"]],
+      fails: "no-folder",
+    },
+    {
+      name: "the next page's offset off by one (the last line shown)",
+      change: [["Next page: offset ${last + 1}", "Next page: offset ${last}"]],
+      fails: "next-page",
+    },
+    {
+      name: "the last page still names a next page",
+      change: [["    if (last < page.total) {", "    if (last <= page.total) {"]],
+      fails: "next-page",
+    },
+    {
+      name: "an offset past the end not refused: an empty page",
+      change: [["    if (offset > Math.max(page.total, 1)) {\n", "    if (offset > Infinity) {\n"]],
+      fails: "past-the-end",
+    },
+  ],
   requirements: [
     {
       id: "small-whole",
@@ -108,6 +189,12 @@ export default defineExercise({
         const answer = await echo(t, text);
         if (answer.text !== text) t.fail(say(`a result of 40,000 characters reached the model as ${answer.text.length} characters: ${quote(answer.text.slice(0, 80))}…`, `40,000 文字の結果が ${answer.text.length} 文字になって届きました: ${quote(answer.text.slice(0, 80))}…`));
         if (t.read(`.agent/tool-results/${answer.id}.txt`) !== undefined) t.fail(say("a file was written for a result that fits", "収まる結果なのにファイルが作られました"));
+        // 40,000 characters that are 2 bytes each in UTF-8 (80,000 bytes): characters are counted, not bytes.
+        const accented = lines(LIMIT).replaceAll("e", "é");
+        const wide = await echo(t, accented);
+        if (wide.text !== accented || t.read(`.agent/tool-results/${wide.id}.txt`) !== undefined) {
+          t.fail(say(`a result of 40,000 characters with accents (80,000 bytes of UTF-8) reached the model as ${wide.text.length} characters${t.read(`.agent/tool-results/${wide.id}.txt`) === undefined ? "" : ", and a file was written for it"}`, `アクセント付きの 40,000 文字（UTF-8 で 80,000 バイト）の結果が ${wide.text.length} 文字になって届きました${t.read(`.agent/tool-results/${wide.id}.txt`) === undefined ? "" : "。ファイルも作られました"}`), say("the whole text, and no file: the limit counts characters, not bytes", "全文がそのまま届き、ファイルは作られない（上限は文字で数え、バイトではない）"));
+        }
       },
     },
     {
@@ -135,10 +222,36 @@ export default defineExercise({
       },
     },
     {
+      id: "tail-line",
+      title: say(
+        "The preview says at which line of the file its last lines start, exactly, whether or not the result ends with a line break",
+        "プレビューは、末尾の行がファイルの何行目から始まるかを正確に示す（結果が改行で終わっていてもいなくても）",
+      ),
+      hints: [
+        say("The model reads around the end with read_file(offset): preview() tells it the number of the first line it shows from the end, from what add counted.", "モデルは read_file(offset) で末尾のあたりを読みます。preview() は、add が数えたものから、末尾に見せる最初の行の番号をモデルに伝えます。"),
+        say("In add, count the line breaks of every piece (this.lineBreaks) and remember whether the last piece ended with one (this.endsWithBreak): a result has lineBreaks lines when it ends with a break, one more when it does not.", "add では、届いた1切れごとに改行を数え（this.lineBreaks）、最後の1切れが改行で終わったかを覚えます（this.endsWithBreak）。結果の行数は、改行で終わるなら lineBreaks、終わらないならそれより1つ多くなります。"),
+        say("for (const byte of bytes) if (byte === 10) this.lineBreaks += 1; this.endsWithBreak = bytes[bytes.length - 1] === 10;", "for (const byte of bytes) if (byte === 10) this.lineBreaks += 1; this.endsWithBreak = bytes[bytes.length - 1] === 10;"),
+      ],
+      async check(t) {
+        for (const endsWithBreak of [false, true]) {
+          const text = entries(LIMIT + 5_000, endsWithBreak);
+          const answer = await echo(t, text);
+          const start = tailStart(text, answer.text);
+          const named = [...answer.text.matchAll(/\bline (\d+)\b/g)].map((match) => Number(match[1]));
+          if (!named.includes(start)) {
+            t.fail(say(
+              `a result of ${text.split("\n").length - (endsWithBreak ? 1 : 0)} lines ${endsWithBreak ? "ending with" : "not ending with"} a line break: its preview ends with the lines from line ${start} on, and names ${named.length ? named.map((n) => `line ${n}`).join(", ") : "no line"}`,
+              `${text.split("\n").length - (endsWithBreak ? 1 : 0)} 行で改行で${endsWithBreak ? "終わる" : "終わらない"}結果です。プレビューの末尾は ${start} 行目からなのに、示された行は ${named.length ? named.join("、") : "ありません"}でした`,
+            ), say(`"line ${start}", where the preview's last lines start`, `プレビューの末尾が始まる "line ${start}"`));
+          }
+        }
+      },
+    },
+    {
       id: "streamed",
       title: say(
-        "A command's output goes to the file as it arrives: every byte is there while the command still runs",
-        "コマンドの出力は届くたびにファイルへ書かれる（コマンドがまだ動いているうちから全バイトがそこにある）",
+        "A command's output goes to the file as it arrives: every byte is there while the command still runs, and when it ends the model gets its real last lines",
+        "コマンドの出力は届くたびにファイルへ書かれる（コマンドがまだ動いているうちから全バイトがそこにある）。終わったら、モデルには本当の最後の行が届く",
       ),
       hints: [
         say("bash calls add for every piece of output. What must add do with a piece once the result is in a file?", "bash は出力が届くたびに add を呼びます。結果がもうファイルにあるなら、届いた1切れをどうすべきでしょう。"),
@@ -168,6 +281,13 @@ export default defineExercise({
         }
         controller.abort();
         await running;
+        // A command that ends: the model gets the output's real two ends, the last line included.
+        const done = await bash.execute({ command: "seq 1 30000" }, new AbortController().signal, "toolu_s07_check_ends");
+        if (notWrittenIn(done.llmContent)) throw new Error(done.llmContent);
+        const shown = done.llmContent.trimEnd().split("\n");
+        if (shown[0] !== "1" || shown.at(-1) !== "30000") {
+          t.fail(say(`seq 1 30000 ended, and the model got a preview from ${quote(shown[0])} to ${quote(shown.at(-1))}`, `seq 1 30000 が終わり、モデルに届いたプレビューは ${quote(shown[0])} から ${quote(shown.at(-1))} まででした`), say('the first line "1" and the last line "30000": the end is kept as the pieces arrive', '最初の行 "1" と最後の行 "30000"（末尾は届くたびに更新する）'));
+        }
       },
     },
     {

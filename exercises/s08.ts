@@ -6,13 +6,13 @@
 // the workspace, `cat tools.json` and `bash call.sh`, and run them as real commands.
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
+import { CheckFailure, defineExercise, notWrittenIn, quote, resultText, say, toolResults, type CheckKit } from "../lib/course/exercises.ts";
 
 type Report = { tools: string[]; problems: string[] };
 type Stage = {
   discoverTools(): Promise<Report>;
   dropDiscoveredTools(): Promise<void>;
-  TOOLS: { name: string; input_schema: Record<string, unknown> }[];
+  TOOLS: { name: string; description?: string; input_schema: Record<string, unknown> }[];
   TIME_LIMITS: { discovery: number; call: number };
 };
 
@@ -33,7 +33,15 @@ async function discover(t: CheckKit, declarations: unknown, callScript = ECHO_CA
   mkdirSync(path.join(t.workspace, ".agent"), { recursive: true });
   writeFileSync(path.join(t.workspace, ".agent", "settings.json"), JSON.stringify({ tools: { toolDiscoveryCommand: discovery, toolCallCommand: "bash call.sh" } }));
   t.cleanup(() => stage.dropDiscoveredTools());
-  const report = await t.within(10_000, stage.discoverTools(), say("discoverTools was still waiting after 10 s", "discoverTools が 10 秒たっても終わりませんでした"));
+  let report: Report;
+  try {
+    report = await t.within(10_000, stage.discoverTools(), say("discoverTools was still waiting after 10 s", "discoverTools が 10 秒たっても終わりませんでした"));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof CheckFailure || notWrittenIn(message)) throw error;
+    // The program runs discovery before its first prompt: an error here means no agent at all.
+    t.fail(say(`discoverTools failed with ${quote(message)}: the program would stop before its first prompt, built-in tools and all`, `discoverTools が ${quote(message)} で失敗しました。プログラムは最初のプロンプトの前に止まり、組み込みのツールも使えません`), say("every failure of a source is a problem in the report; discovery itself never fails", "発見元の失敗はすべて報告の problem になり、発見そのものは失敗しない"));
+  }
   const stub = report.problems.find((problem) => notWrittenIn(problem));
   if (stub) throw new Error(stub);
   return report;
@@ -72,6 +80,97 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "a declaration without parameters left out",
+      change: [["    found.tools.push({\n      ...{ wanted: name,", "    if (!parameters) {\n      found.problems.push(`declaration ${i + 1} has no parameters`);\n      continue;\n    }\n    found.tools.push({\n      ...{ wanted: name,"]],
+      fails: "declarations-become-tools",
+    },
+    {
+      name: "the declaration's description left out",
+      change: [["      description: `${description}\\n(A tool of this project, found by its discovery command.)`.trim(),", "      description: \"A tool of this project, found by its discovery command.\","]],
+      fails: "declarations-become-tools",
+    },
+    {
+      name: "stdout and stderr mixed into the result",
+      change: [["  const text = run.stdout || \"(no output)\";", "  const text = run.stdout + run.stderr || \"(no output)\";"]],
+      fails: "call-runs-command",
+    },
+    {
+      name: "the arguments passed as a word of the command line, not on stdin",
+      change: [["runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal)", "runOutside(callCommand, [name, JSON.stringify(params)], \"\", TIME_LIMITS.call, signal)"]],
+      fails: "call-runs-command",
+    },
+    {
+      name: "a call command's non-zero exit taken as a result",
+      change: [["  if (run.code !== 0) throw new Error(`${name} failed (exit code ${run.code}): ${run.stderr.trim() || run.stdout.trim() || \"no output\"}`);\n", ""]],
+      fails: "call-fails",
+    },
+    {
+      name: "a failed call's error without its stderr",
+      change: [["${run.stderr.trim() || run.stdout.trim() || \"no output\"}", "${run.stdout.trim() || \"no output\"}"]],
+      fails: "call-fails",
+    },
+    {
+      name: "the name pasted into the call command's line: shell code in it runs",
+      change: [["runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal)", "runOutside(`${callCommand} ${name}`, [], JSON.stringify(params), TIME_LIMITS.call, signal)"]],
+      fails: "name-is-a-word",
+    },
+    {
+      name: "the name quoted into the call command's line: $( ) and a quote in it still run",
+      change: [["runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal)", "runOutside(`${callCommand} \"${name}\"`, [], JSON.stringify(params), TIME_LIMITS.call, signal)"]],
+      fails: "name-is-a-word",
+    },
+    {
+      name: "the discovery command's exit code not looked at",
+      change: [["    if (run.code !== 0) throw new Error(`it exited with code ${run.code}: ${lastLine(run.stderr) || \"(nothing on stderr)\"}`);\n", ""]],
+      fails: "discovery-fails",
+    },
+    {
+      name: "a JSON object taken for the list",
+      change: [["    if (!Array.isArray(declarations)) throw new Error(\"it printed JSON, but not a list of function declarations\");\n", ""]],
+      fails: "discovery-fails",
+    },
+    {
+      name: "a failing discovery takes down the built-in tools: its error escapes discoverTools",
+      change: [
+        ["    found.problems.push(`could not list its tools: ${(error as Error).message}`);\n    return found;", "    throw error;"],
+        ["  const settle = (source: string, found: Promise<Found>) => found.catch((error: Error): Found => ({ source, tools: [], problems: [error.message] }));", "  const settle = (_source: string, found: Promise<Found>) => found;"],
+      ],
+      fails: "discovery-fails",
+    },
+    {
+      name: "one bad declaration drops the ones after it",
+      change: [["      found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], \"it\")}`);\n      continue;", "      found.problems.push(`declaration ${i + 1} was left out: ${placedErrors(checkDeclaration.errors ?? [], \"it\")}`);\n      return found;"]],
+      fails: "bad-declaration",
+    },
+    {
+      name: "declarations numbered from 0",
+      change: [["`declaration ${i + 1} was left out:", "`declaration ${i} was left out:"]],
+      fails: "bad-declaration",
+    },
+    {
+      name: "the name as it came: spaces and accents and all",
+      change: [["  const valid = (wanted.replace(/[^A-Za-z0-9_-]/g, \"_\") || \"_\").slice(0, 64);", "  const valid = wanted.slice(0, 64);"]],
+      fails: "valid-names",
+    },
+    {
+      name: "only spaces made into _: other characters the API refuses kept",
+      change: [["wanted.replace(/[^A-Za-z0-9_-]/g, \"_\")", "wanted.replace(/ /g, \"_\")"]],
+      fails: "valid-names",
+    },
+    {
+      name: "a name collision: a found tool called bash takes the built-in tool's name",
+      change: [["  for (let n = 2; registry.getTool(name); n++) name = `${valid.slice(0, 63 - String(n).length)}_${n}`;\n", ""]],
+      fails: "valid-names",
+    },
+    {
+      name: "the suffix pushes a name past 64 characters",
+      change: [["name = `${valid.slice(0, 63 - String(n).length)}_${n}`", "name = `${valid}_${n}`"]],
+      fails: "valid-names",
+    },
+  ],
   requirements: [
     {
       id: "declarations-become-tools",
@@ -97,6 +196,7 @@ export default defineExercise({
         const tools = (t.stage as unknown as Stage).TOOLS;
         if (tools.map((tool) => tool.name).join(",") !== [...BUILT_IN, "shout", "whisper"].join(",")) t.fail(say(`the model sees ${quote(names(t))}`, `モデルに見えるのは ${quote(names(t))} でした`));
         const shout = tools.find((tool) => tool.name === "shout");
+        if (!shout?.description?.includes(SHOUT.description)) t.fail(say(`shout's description is ${quote(shout?.description)}, without the declaration's ${quote(SHOUT.description)}`, `shout の説明は ${quote(shout?.description)} で、宣言の ${quote(SHOUT.description)} が入っていません`));
         if (JSON.stringify(shout?.input_schema) !== JSON.stringify(SHOUT.parameters)) t.fail(say(`shout's schema is ${quote(shout?.input_schema)}, not its parameters`, `shout のスキーマが parameters ではなく ${quote(shout?.input_schema)} でした`));
         const quiet = tools.find((tool) => tool.name === "whisper");
         if (quiet?.input_schema.type !== "object") t.fail(say(`a declaration with no parameters got the schema ${quote(quiet?.input_schema)}; the API needs an object schema`, `parameters のない宣言のスキーマが ${quote(quiet?.input_schema)} でした。API には object のスキーマが必要です`));
@@ -114,10 +214,11 @@ export default defineExercise({
         say("const run = await runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal); return { llmContent: run.stdout, returnDisplay: run.stdout };", "const run = await runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal); return { llmContent: run.stdout, returnDisplay: run.stdout };"),
       ],
       async check(t) {
-        await discover(t, [SHOUT]);
+        // What the command says on stderr when it succeeds (a warning, progress) is not its result.
+        await discover(t, [SHOUT], `${ECHO_CALL}; echo "warning: the cache is cold" >&2`);
         const answer = await t.tool("shout")({ text: "hi" });
         if (answer.isError || answer.text !== 'name=shout\ninput={"text":"hi"}\n') {
-          t.fail(say(`call.sh printed its $1 and its stdin; the model got ${quote(answer.text)}`, `call.sh は $1 と標準入力を出力します。モデルへの結果は ${quote(answer.text)} でした`), say('name=shout and input={"text":"hi"}', 'name=shout と input={"text":"hi"}'));
+          t.fail(say(`call.sh printed its $1 and its stdin on stdout, and a warning on stderr; the model got ${quote(answer.text)}`, `call.sh は $1 と標準入力を標準出力に、警告を標準エラーに出力します。モデルへの結果は ${quote(answer.text)} でした`), say('exactly its stdout: name=shout and input={"text":"hi"}', '標準出力そのもの: name=shout と input={"text":"hi"}'));
         }
       },
     },
@@ -145,12 +246,15 @@ export default defineExercise({
         say("runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal), not runOutside(`${callCommand} ${name}`, [], …)", "runOutside(callCommand, [name], JSON.stringify(params), TIME_LIMITS.call, signal)。runOutside(`${callCommand} ${name}`, [], …) ではありません"),
       ],
       async check(t) {
-        const report = await discover(t, [{ name: "x; touch injected" }]);
-        const [name] = report.tools;
-        if (!name) t.fail(say(`the tool "x; touch injected" was not registered: ${quote(report.problems)}`, `ツール "x; touch injected" が登録されませんでした: ${quote(report.problems)}`));
-        const answer = await t.tool(name)({});
-        if (t.read("injected") !== undefined) t.fail(say("calling the tool ran `touch injected`: the name was read as shell code", "ツールを呼ぶと `touch injected` が実行されました。名前がシェルのコードとして読まれています"));
-        if (!answer.text.includes("name=x; touch injected")) t.fail(say(`the call command did not get the tool's own name as $1: ${quote(answer.text)}`, `呼び出しコマンドの $1 がツール本来の名前ではありませんでした: ${quote(answer.text)}`));
+        // Shell code bare, in $( ), and breaking out of double quotes: quoting the name is not enough.
+        const wanted = ["x; touch injected-1", "y $(touch injected-2)", 'z"; touch injected-3; echo "'];
+        const report = await discover(t, wanted.map((name) => ({ name })));
+        if (report.tools.length !== wanted.length) t.fail(say(`the tools ${quote(wanted)} were registered as ${quote(report.tools)}: ${quote(report.problems)}`, `ツール ${quote(wanted)} が ${quote(report.tools)} として登録されました: ${quote(report.problems)}`));
+        for (const [i, name] of report.tools.entries()) {
+          const answer = await t.tool(name)({});
+          if (t.read(`injected-${i + 1}`) !== undefined) t.fail(say(`calling the tool named ${quote(wanted[i])} ran \`touch injected-${i + 1}\`: the name was read as shell code`, `${quote(wanted[i])} という名前のツールを呼ぶと \`touch injected-${i + 1}\` が実行されました。名前がシェルのコードとして読まれています`));
+          if (!answer.text.includes(`name=${wanted[i]}\n`)) t.fail(say(`the call command did not get the tool's own name ${quote(wanted[i])} as $1: ${quote(answer.text)}`, `呼び出しコマンドの $1 がツール本来の名前 ${quote(wanted[i])} ではありませんでした: ${quote(answer.text)}`));
+        }
       },
     },
     {

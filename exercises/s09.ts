@@ -149,6 +149,106 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "a refused todo_write counted as an update: the count starts again, and the reminder never comes",
+      change: [["countReply(calls.some((call, i) => call.name === todoWriteTool.name && results[i]?.is_error !== true));", "countReply(calls.some((call) => call.name === todoWriteTool.name));"]],
+      fails: "third-reply",
+    },
+    {
+      name: "the reminder as a message of its own, between the tool_use and its results",
+      change: [
+        ["let reminderDue = false;", "let reminderDue = false;\nlet reminderMessage: string | undefined;"],
+        ["  return [...results.slice(0, -1), { ...last, content }];", "  reminderMessage = note;\n  return results;"],
+        ["    messages.push({ role: \"user\", content: results });", "    if (reminderMessage) messages.push({ role: \"user\", content: reminderMessage });\n    reminderMessage = undefined;\n    messages.push({ role: \"user\", content: results });"],
+      ],
+      fails: "inside-a-result",
+    },
+    {
+      name: "the reminder as a text block of its own in front of the results",
+      change: [["  return [...results.slice(0, -1), { ...last, content }];", "  return [{ type: \"text\", text: note } as unknown as ToolResultBlockParam, ...results];"]],
+      fails: "inside-a-result",
+    },
+    {
+      name: "a reminder at every reply: the count is never waited for",
+      change: [["  if (repliesSinceUpdate < REMIND_AFTER) return;\n", ""]],
+      fails: "third-reply",
+    },
+    {
+      name: "off by one: the reminder at the fourth reply",
+      change: [["if (repliesSinceUpdate < REMIND_AFTER) return;", "if (repliesSinceUpdate <= REMIND_AFTER) return;"]],
+      fails: "third-reply",
+    },
+    {
+      name: "the count not started again after a reminder: one at every reply after the third",
+      change: [["  repliesSinceUpdate = 0; // after a reminder the count starts again\n", ""]],
+      fails: "third-reply",
+    },
+    {
+      name: "every tool call counted, not every reply",
+      change: [["  countReply(calls.some((call, i) => call.name === todoWriteTool.name && results[i]?.is_error !== true));", "  for (const [i, call] of calls.entries()) countReply(call.name === todoWriteTool.name && results[i]?.is_error !== true);"]],
+      fails: "third-reply",
+    },
+    {
+      name: "a new list does not start the count again",
+      change: [["  if (listUpdated || openItems().length === 0) {", "  if (openItems().length === 0) {"]],
+      fails: "third-reply",
+    },
+    {
+      name: "the new list merged into the old one by id, not replacing it",
+      change: [["    todos = list;\n", "    todos = [...todos.filter((old) => !list.some((item) => item.id === old.id)), ...list];\n"]],
+      fails: "whole-list",
+    },
+    {
+      name: "two items in_progress accepted: only the first three rules checked",
+      change: [["    const broken = TODO_RULES.flatMap(", "    const broken = TODO_RULES.slice(0, 3).flatMap("]],
+      fails: "rules",
+    },
+    {
+      name: "the list kept before the rules are checked, so a refused list replaces it anyway",
+      change: [["    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));", "    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));\n    todos = list;"]],
+      fails: "rules",
+    },
+    {
+      name: "a refusal returned as an ordinary result, without is_error",
+      change: [["      throw new Error(`the list was refused: it breaks the rule ${broken.join(\" and the rule \")}. The list is unchanged:\\n${checklist(todos, { ids: true })}`);", "      return { llmContent: `the list was refused: it breaks the rule ${broken.join(\" and the rule \")}.`, returnDisplay: checklist(todos) };"]],
+      fails: "rules",
+    },
+    {
+      name: "the reminder in the first result of the reply, not the last",
+      change: [
+        ["  const last = results.at(-1);\n  if (!reminderDue", "  const last = results[0];\n  if (!reminderDue"],
+        ["  return [...results.slice(0, -1), { ...last, content }];", "  return [{ ...last, content }, ...results.slice(1)];"],
+      ],
+      fails: "inside-a-result",
+    },
+    {
+      name: "the reminder in place of what the tool returned",
+      change: [["  return [...results.slice(0, -1), { ...last, content }];", "  return [...results.slice(0, -1), { ...last, content: note }];"]],
+      fails: "inside-a-result",
+    },
+    {
+      name: "the result that carries the reminder loses its is_error",
+      change: [["  return [...results.slice(0, -1), { ...last, content }];", "  return [...results.slice(0, -1), { type: \"tool_result\", tool_use_id: last.tool_use_id, content }];"]],
+      fails: "inside-a-result",
+    },
+    {
+      name: "a reply that ends the turn not counted",
+      change: [["  countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)\n", ""]],
+      fails: "turn-ends",
+    },
+    {
+      name: "a reminder due when the turn ends is dropped, since no result can carry it",
+      change: [["  countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)", "  countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)\n  reminderDue = false;"]],
+      fails: "turn-ends",
+    },
+    {
+      name: "a reminder while no item is open",
+      change: [["  if (listUpdated || openItems().length === 0) {", "  if (listUpdated || todos.length === 0) {"]],
+      fails: "open-items",
+    },
+  ],
   requirements: [
     {
       id: "whole-list",
@@ -227,8 +327,8 @@ export default defineExercise({
     {
       id: "third-reply",
       title: say(
-        "After three replies in a row without a new list while items are open, a reminder rides in the third reply's tool result, not before; then the count starts again",
-        "開いている項目があるのに新しいリストのない返答が3回続くと、3回目の返答のツール結果にリマインダーが入る（それより前には入らない）。そのあと数え直す",
+        "After three replies in a row without a new list while items are open (a refused todo_write is no new list), a reminder rides in the third reply's tool result, not before; then the count starts again",
+        "開いている項目があるのに新しいリストのない返答が3回続くと（拒否された todo_write は新しいリストではない）、3回目の返答のツール結果にリマインダーが入る（それより前には入らない）。そのあと数え直す",
       ),
       hints: [
         say("Every reply of the model passes through runTools (it asked for tools) or endTurn (it stopped). Count there, not in the loop.", "モデルの返答はどれも runTools（ツールを頼んだとき）か endTurn（止まったとき）を通ります。ループではなく、そこで数えます。"),
@@ -255,6 +355,29 @@ export default defineExercise({
           reply.text("done"),
         ]);
         mustRemindIn(t, current.requests, [], say("a model that updates its list at the third reply", "3回目の返答でリストを更新するモデル"));
+        // A list the tool refused changed nothing: it is no update, and the count goes on.
+        const refused = await played(t, [
+          reply.tools([todoWrite(plan("in_progress", "pending"))]),
+          reply.tools([readNotes()]),
+          reply.tools([readNotes()]),
+          reply.tools([todoWrite(plan("in_progress", "in_progress"), "toolu_refused"), readNotes("toolu_after_refused")]),
+          reply.tools([readNotes()]),
+          reply.text("done"),
+        ]);
+        const [refusal] = toolResults(refused.requests, 4);
+        if (refusal?.is_error !== true) {
+          t.fail(say(`a list with two items in_progress was not refused: ${quote(refusal && resultText(refusal))} (see the rules requirement)`, `in_progress が2つのリストが拒否されませんでした: ${quote(refusal && resultText(refusal))}（規則の要件を見てください）`));
+        }
+        mustRemindIn(t, refused.requests, ["toolu_after_refused"], say("a todo_write refused (two items in_progress) beside a read at the third reply", "3回目の返答で、拒否される todo_write（in_progress が2つ）とファイルの読み込みを並べたとき"));
+        // Three calls in one reply are one reply.
+        const side = await played(t, [
+          reply.tools([todoWrite(plan("in_progress", "pending"))]),
+          reply.tools([readNotes(), readNotes(), readNotes()]),
+          reply.tools([readNotes()]),
+          reply.tools([readNotes("toolu_side_third")]),
+          reply.text("done"),
+        ]);
+        mustRemindIn(t, side.requests, ["toolu_side_third"], say("a first reply of three reads side by side, then two replies of one read", "1回目の返答で3つを並べて読み、そのあと1つずつ読む返答が2回"));
       },
     },
     {
@@ -347,6 +470,16 @@ export default defineExercise({
           reply.text("done"),
         ]);
         mustRemindIn(t, session.requests, ["toolu_next_turn"], say("a third reply that ends the turn, then a read in the next turn", "3回目の返答がターンを終え、次のターンでファイルを読んだとき"));
+        // The reply that ended the turn was the second: the next turn's first read is the third.
+        const early = await played(t, [
+          reply.tools([todoWrite(plan("in_progress", "pending"))]),
+          reply.tools([readNotes()]),
+          reply.text("Pausing here."),
+          reply.tools([readNotes("toolu_third_after_pause")]),
+          reply.tools([readNotes()]),
+          reply.text("done"),
+        ]);
+        mustRemindIn(t, early.requests, ["toolu_third_after_pause"], say("a second reply that ends the turn, then reads in the next turn", "2回目の返答がターンを終え、次のターンでファイルを読んだとき"));
       },
     },
     {

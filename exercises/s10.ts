@@ -18,6 +18,8 @@ const oneTurn = (replies: Message[], side: number): Scenario => ({ description: 
 /** The requests of the child started with `prompt`: its conversation starts with that prompt. */
 const childRequests = (requests: MessageCreateParams[], prompt = PROMPT) => requests.filter((request) => request.messages[0]?.content === prompt);
 const parentRequests = (requests: MessageCreateParams[]) => requests.filter((request) => request.messages[0]?.content === "go");
+/** The first request that holds `prompt` as a message of its own: a child's first, wherever its prompt stands. */
+const firstWith = (requests: MessageCreateParams[], prompt: string) => requests.find((request) => request.messages.some((message) => message.content === prompt));
 
 async function played(t: CheckKit, scenario: Scenario) {
   const session = await t.replay(scenario);
@@ -43,16 +45,44 @@ function parentResult(t: CheckKit, requests: MessageCreateParams[], id: string) 
   return result;
 }
 
-/** The child reads notes.txt once, then answers: 2 model calls, 1 tool call, 745 tokens. */
-const readingChild = () =>
+/** The files the reading child reads. */
+function writeNotes(t: CheckKit): void {
+  t.write("notes.txt", NOTES);
+  t.write("a.txt", "AAA");
+  t.write("b.txt", "BBB");
+}
+
+/** The child's first reply: three reads side by side, "Reading the notes." before them. */
+const childReads = () =>
+  costing(
+    reply.tools(
+      [
+        { id: "toolu_child_read", name: "read_file", input: { path: "notes.txt" } },
+        { id: "toolu_child_read_a", name: "read_file", input: { path: "a.txt" } },
+        { id: "toolu_child_read_b", name: "read_file", input: { path: "b.txt" } },
+      ],
+      "Reading the notes.",
+    ),
+    300,
+    20,
+  );
+
+/** The child reads three files in one reply, then answers: 2 model calls, 3 tool calls, 745 tokens. */
+const readingChild = () => oneTurn([reply.tools([task("toolu_task")], "A subagent can read it."), childReads(), costing(reply.text(ANSWER), 410, 15), reply.text("Its first word is ZEBRA-SECRET.")], 1);
+
+const SECOND = "Say how long notes.txt is.";
+/** The reading child, then a second task in the parent's next reply: each child must start afresh. */
+const twoChildren = () =>
   oneTurn(
     [
       reply.tools([task("toolu_task")], "A subagent can read it."),
-      costing(reply.tools([{ id: "toolu_child_read", name: "read_file", input: { path: "notes.txt" } }], "Reading the notes."), 300, 20),
-      costing(reply.text(ANSWER), 410, 15),
-      reply.text("Its first word is ZEBRA-SECRET."),
+      childReads(),
+      reply.text(ANSWER),
+      reply.tools([task("toolu_task_2", SECOND)]),
+      reply.text("It is one line long."),
+      reply.text("Its first word is ZEBRA-SECRET, and it is one line long."),
     ],
-    1,
+    2,
   );
 
 const number = (text: string, n: number) => new RegExp(`(^|[^\\d])${n}([^\\d]|$)`).test(text);
@@ -81,6 +111,116 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "a failure's message without the figures (model calls, tool calls, tokens)",
+      change: [[". Nothing it found came back. [${figuresOf(spent)}]`);", ". Nothing it found came back.`);"]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "the child continues the parent's conversation instead of a fresh one",
+      change: [
+        ["export async function agentLoop(messages: MessageParam[]): Promise<void> {", "let parentMessages: MessageParam[] = [];\nexport async function agentLoop(messages: MessageParam[]): Promise<void> {\n  parentMessages = messages;"],
+        ["  const messages: MessageParam[] = [{ role: \"user\", content: prompt }];", "  const messages: MessageParam[] = [...parentMessages, { role: \"user\", content: prompt }];"],
+      ],
+      fails: "fresh-context",
+    },
+    {
+      name: "one conversation kept for every subagent: the second starts after the first's messages",
+      change: [
+        ["const CHILD_MAX_CALLS = 30;", "const CHILD_MAX_CALLS = 30;\nconst childMessages: MessageParam[] = [];"],
+        ["  const messages: MessageParam[] = [{ role: \"user\", content: prompt }];", "  const messages = childMessages;\n  messages.push({ role: \"user\", content: prompt });"],
+      ],
+      fails: "fresh-context",
+    },
+    {
+      name: "the child sent the parent's system prompt",
+      change: [["system: childSystemPrompt(), tools: childTools(), messages", "system: systemPrompt(), tools: childTools(), messages"]],
+      fails: "fresh-context",
+    },
+    {
+      name: "the child offered the parent's tools, task included",
+      change: [["system: childSystemPrompt(), tools: childTools(), messages", "system: childSystemPrompt(), tools: TOOLS, messages"]],
+      fails: "fresh-context",
+    },
+    {
+      name: "the child's whole conversation returned, not its last answer",
+      change: [["return { answer: lastAnswer(response), figures: figuresOf(spent) };", "return { answer: JSON.stringify(messages), figures: figuresOf(spent) };"]],
+      fails: "fresh-context",
+    },
+    {
+      name: "every text the child wrote returned, not only its last answer",
+      change: [
+        [
+          "return { answer: lastAnswer(response), figures: figuresOf(spent) };",
+          "return { answer: messages.flatMap((m) => (m.role === \"assistant\" && Array.isArray(m.content) ? m.content : [])).flatMap((b) => (b.type === \"text\" ? [b.text] : [])).join(\"\\n\"), figures: figuresOf(spent) };",
+        ],
+      ],
+      fails: "only-the-answer",
+    },
+    {
+      name: "tool calls counted once per reply",
+      change: [["spent.toolCalls += results.length;", "spent.toolCalls += 1;"]],
+      fails: "only-the-answer",
+    },
+    {
+      name: "the tokens of the last reply only",
+      change: [
+        ["spent.input += response.usage?.input_tokens ?? 0;", "spent.input = response.usage?.input_tokens ?? 0;"],
+        ["spent.output += response.usage?.output_tokens ?? 0;", "spent.output = response.usage?.output_tokens ?? 0;"],
+      ],
+      fails: "only-the-answer",
+    },
+    {
+      name: "the child may call task: every call goes to runTools (a subagent of the subagent)",
+      change: [["const results = await runTools(calls.filter((call) => given.includes(call.name)));", "const results = await runTools(calls);"]],
+      fails: "no-recursion",
+    },
+    {
+      name: "a forged task call left without a result",
+      change: [["  const results = await runTools(calls.filter((call) => given.includes(call.name)));", "  return runTools(calls.filter((call) => given.includes(call.name)));\n  const results: ToolResultBlockParam[] = [];"]],
+      fails: "no-recursion",
+    },
+    {
+      name: "the refusals put after the other results, out of call order",
+      change: [
+        ["  return calls.map((call) => {\n    const result = results.find((done) => done.tool_use_id === call.id);\n    if (result) return result;", "  return [...results, ...calls.filter((call) => !given.includes(call.name)).map((call): ToolResultBlockParam => {"],
+        ["content: `Error: ${why}. Your tools: ${given.join(\", \")}.` };\n  });", "content: `Error: ${why}. Your tools: ${given.join(\", \")}.` };\n  })];"],
+      ],
+      fails: "no-recursion",
+    },
+    {
+      name: "no limit on the child's model calls",
+      change: [["        if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);\n", ""]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "off by one: the child ended after 31 model calls",
+      change: [["if (spent.calls === CHILD_MAX_CALLS) throw", "if (spent.calls > CHILD_MAX_CALLS) throw"]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "a child's failure returned as its answer, so the parent cannot tell it failed",
+      change: [["      throw new Error(`the subagent [${label}] stopped: ${why}. Nothing it found came back. [${figuresOf(spent)}]`);", "      return { answer: `the subagent [${label}] stopped: ${why}.`, figures: figuresOf(spent) };"]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "a reply cut off taken as the answer",
+      change: [["return { answer: lastAnswer(response), figures: figuresOf(spent) };", "return { answer: response.content.flatMap((block) => (block.type === \"text\" ? [block.text] : [])).join(\"\\n\"), figures: figuresOf(spent) };"]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "the child's calls run by each tool's execute, past the approval step",
+      change: [
+        [
+          "  const results = await runTools(calls.filter((call) => given.includes(call.name)));",
+          "  const allowed = calls.filter((call) => given.includes(call.name));\n  const results = await Promise.all(allowed.map(async (call): Promise<ToolResultBlockParam> => ({ type: \"tool_result\", tool_use_id: call.id, content: (await registry.getTool(call.name)!.execute(call.input as Params, new AbortController().signal)).llmContent })));",
+        ],
+      ],
+      fails: "same-approval",
+    },
+  ],
   requirements: [
     {
       id: "fresh-context",
@@ -100,10 +240,10 @@ export default defineExercise({
         ),
       ],
       async check(t) {
-        t.write("notes.txt", NOTES);
-        const { requests } = await played(t, readingChild());
-        const [first] = childRequests(requests);
-        if (!first) t.fail(say("no request of the child reached the model: it must start from the task's prompt", "子のリクエストがモデルに届いていません。子は task の prompt から始まるはずです"));
+        writeNotes(t);
+        const { requests } = await played(t, twoChildren());
+        const first = firstWith(requests, PROMPT);
+        if (!first) return t.fail(say("no request of the child reached the model: it must start from the task's prompt", "子のリクエストがモデルに届いていません。子は task の prompt から始まるはずです"));
         if (first.messages.length !== 1) {
           t.fail(say(`the child's first request holds ${first.messages.length} messages: ${quote(first.messages)}`, `子の最初のリクエストに ${first.messages.length} 件のメッセージがあります: ${quote(first.messages)}`));
         }
@@ -118,6 +258,17 @@ export default defineExercise({
           if (sent.includes(trace)) {
             t.fail(say(`the parent's next request holds part of the child's messages: ${quote(trace)}`, `親の次のリクエストに子の messages の一部が入っています: ${quote(trace)}`));
           }
+        }
+        // A second subagent, in the parent's next reply: fresh too, with nothing of the first.
+        const second = firstWith(requests, SECOND);
+        if (!second) return t.fail(say("no request of the second task's child reached the model", "2つ目の task の子のリクエストがモデルに届いていません"));
+        if (second.messages.length !== 1) {
+          t.fail(
+            say(
+              `the second task's child did not start from its prompt alone: its first request holds ${second.messages.length} messages: ${quote(second.messages)}`,
+              `2つ目の task の子がプロンプトだけから始まっていません。最初のリクエストに ${second.messages.length} 件のメッセージがあります: ${quote(second.messages)}`,
+            ),
+          );
         }
       },
     },
@@ -139,7 +290,7 @@ export default defineExercise({
         ),
       ],
       async check(t) {
-        t.write("notes.txt", NOTES);
+        writeNotes(t);
         const { requests } = await played(t, readingChild());
         const result = parentResult(t, requests, "toolu_task");
         const text = resultText(result);
@@ -147,9 +298,12 @@ export default defineExercise({
         if (!text.startsWith(ANSWER)) t.fail(say(`the result does not start with the child's answer: ${quote(text)}`, `結果が子の答えで始まっていません: ${quote(text)}`));
         const figures = text.slice(ANSWER.length);
         const tokens = number(figures, 745) || (number(figures, 710) && number(figures, 35));
-        if (!number(figures, 2) || !number(figures, 1) || !tokens) {
+        if (!number(figures, 2) || !number(figures, 3) || !tokens) {
           t.fail(
-            say(`after the answer, the figures do not give 2 model calls, 1 tool call and 745 tokens: ${quote(figures)}`, `答えのあとの数字に、モデル呼び出し2回、ツール呼び出し1回、745トークンがありません: ${quote(figures)}`),
+            say(
+              `the child made 2 model calls and 3 tool calls (three reads in one reply), and spent 745 tokens, but the figures after its answer say ${quote(figures)}`,
+              `子のモデル呼び出しは2回、ツール呼び出しは3回(1つの応答で3つ読んだ)、トークンは745でしたが、答えのあとの数字は ${quote(figures)} でした`,
+            ),
           );
         }
       },
@@ -210,14 +364,14 @@ export default defineExercise({
     {
       id: "limit-and-failure",
       title: say(
-        "A child that never stops is ended after 30 model calls, and one whose reply is cut off fails: each gives the parent an error result, and the parent goes on",
-        "止まらない子はモデル呼び出し30回で終わり、応答が途切れた子は失敗になる。どちらも親にはエラーの結果が返り、親は先へ進む",
+        "A child that never stops is ended after 30 model calls, and one whose reply is cut off fails: each gives the parent an error result with the child's figures, and the parent goes on",
+        "止まらない子はモデル呼び出し30回で終わり、応答が途切れた子は失敗になる。どちらも親には子の数字の入ったエラーの結果が返り、親は先へ進む",
       ),
       hints: [
         say("A loop that waits for the model to stop may wait for ever. Who stops it?", "モデルが止まるのを待つループは、永遠に待つかもしれません。誰が止めるのでしょう。"),
         say(
-          "Count the calls. When the reply of the last allowed call still asks for tools, throw an error saying the limit was reached. lastAnswer throws for a reply cut off; let the error go up to runTool, which makes it an is_error result.",
-          "呼び出しを数えます。許された最後の呼び出しの応答がまだツールを求めていたら、上限に達したというエラーを throw します。途切れた応答には lastAnswer が throw します。そのエラーを runTool まで上げれば、is_error の結果になります。",
+          "Count the calls. When the reply of the last allowed call still asks for tools, throw an error saying the limit was reached. lastAnswer throws for a reply cut off. Catch either in runChild and throw again with figuresOf(spent) in the message: the parent should know what a failed child cost. runTool makes the error an is_error result.",
+          "呼び出しを数えます。許された最後の呼び出しの応答がまだツールを求めていたら、上限に達したというエラーを throw します。途切れた応答には lastAnswer が throw します。どちらも runChild で受け止め、figuresOf(spent) をメッセージに入れて throw し直します。失敗した子がどれだけ使ったかも、親は知るべきです。runTool がそのエラーを is_error の結果にします。",
         ),
         say(
           "if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing`); ... catch (error) { if (signal.aborted) throw error; throw new Error(`the subagent [${label}] stopped: ${why}. [${figuresOf(spent)}]`); }",
@@ -226,7 +380,8 @@ export default defineExercise({
       ],
       async check(t) {
         t.write("notes.txt", NOTES);
-        const endless = Array.from({ length: 30 }, () => reply.tools([{ name: "read_file", input: { path: "notes.txt" } }]));
+        // 30 replies of 100 tokens in and 7 out: 3,210 tokens (3,000 in, 210 out) when the limit ends it.
+        const endless = Array.from({ length: 30 }, () => costing(reply.tools([{ name: "read_file", input: { path: "notes.txt" } }]), 100, 7));
         const limited = await t.replay(oneTurn([reply.tools([task("toolu_endless")]), ...endless, reply.text("I will read it myself.")], 0));
         const calls = childRequests(limited.requests).length;
         if (calls !== 30) t.fail(say(`the child that never stops made ${calls} model calls, not 30`, `止まらない子のモデル呼び出しは ${calls} 回で、30回ではありません`));
@@ -234,11 +389,28 @@ export default defineExercise({
         if (limited.problems.length > 0) t.fail(say(`the session did not match the recording: ${limited.problems[0]}`, `記録どおりに進みませんでした: ${limited.problems[0]}`));
         const over = parentResult(t, limited.requests, "toolu_endless");
         if (!over.is_error) t.fail(say(`the parent was not told the child failed: ${quote(resultText(over))}`, `子が失敗したことが親に伝わっていません: ${quote(resultText(over))}`));
+        // What the child spent before it failed: 30 model calls, 29 tool calls (the last reply's never
+        // ran; a count of 30 is let pass, and 30 is in the words of the limit anyway), and the tokens.
+        const overText = resultText(over);
+        const overTokens = number(overText, 3210) || (number(overText, 3000) && number(overText, 210));
+        if (!number(overText, 30) || !overTokens) {
+          t.fail(
+            say(`the error does not give what the child spent (30 model calls, 29 tool calls, 3210 tokens): ${quote(overText)}`, `エラーに子が使った分(モデル呼び出し30回、ツール呼び出し29回、3210トークン)がありません: ${quote(overText)}`),
+            say("an error result with the child's figures: its model calls, tool calls and tokens", "子の数字(モデル呼び出し、ツール呼び出し、トークン)の入ったエラーの結果"),
+          );
+        }
 
-        const cut = await played(t, oneTurn([reply.tools([task("toolu_cut")]), reply.text("The first word is", "max_tokens"), reply.text("I will read it myself.")], 0));
+        const cut = await played(t, oneTurn([reply.tools([task("toolu_cut")]), costing(reply.text("The first word is", "max_tokens"), 500, 8000), reply.text("I will read it myself.")], 0));
         if (cut.problems.length > 0) t.fail(say(`the session did not match the recording: ${cut.problems[0]}`, `記録どおりに進みませんでした: ${cut.problems[0]}`));
         const failed = parentResult(t, cut.requests, "toolu_cut");
         if (!failed.is_error) t.fail(say(`a reply cut off was taken as the answer: ${quote(resultText(failed))}`, `途切れた応答が答えとして扱われました: ${quote(resultText(failed))}`));
+        const cutText = resultText(failed);
+        if (!number(cutText, 1) || !number(cutText, 0) || !(number(cutText, 8500) || (number(cutText, 500) && number(cutText, 8000)))) {
+          t.fail(
+            say(`the error does not give what the child spent (1 model call, 0 tool calls, 8500 tokens): ${quote(cutText)}`, `エラーに子が使った分(モデル呼び出し1回、ツール呼び出し0回、8500トークン)がありません: ${quote(cutText)}`),
+            say("an error result with the child's figures: its model calls, tool calls and tokens", "子の数字(モデル呼び出し、ツール呼び出し、トークン)の入ったエラーの結果"),
+          );
+        }
       },
     },
     {

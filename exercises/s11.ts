@@ -1,12 +1,15 @@
 // Exercise s11: context compaction. The client that the loop calls (it saves, compacts when
 // due, then sends the smaller view), the compact tool, the placeholder text (cleared), the
 // summary message and the rest of s06 are given; saveTranscript, contextFor and compact are
-// taken out. The checks read the requests the model received and the transcript on disk.
+// taken out. The checks read the requests the model received and the transcript on disk; one
+// runs the program at its prompt, to drive /compact as a person types it.
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
+import { Readable } from "node:stream";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import { startReplay } from "../lib/course/replay.ts";
 import { loadScenario, type Scenario } from "../lib/course/scenario.ts";
-import { defineExercise, quote, reply, resultText, say, scenarioOf, type CheckKit } from "../lib/course/exercises.ts";
+import { defineExercise, notWrittenIn, quote, reply, resultText, say, scenarioOf, type CheckKit, type ReplayedSession } from "../lib/course/exercises.ts";
 
 /** A file's text, recognisable anywhere it is sent: its name's letter, 2,000 times. */
 const textOf = (letter: string) => `${letter.toUpperCase()}-START ${letter.repeat(2000)}`;
@@ -24,7 +27,11 @@ const blocks = (message: MessageParam): Block[] => (typeof message.content === "
 const resultsOf = (request: MessageCreateParams) => (request.messages as MessageParam[]).flatMap(blocks).filter((b) => b.type === "tool_result") as ToolResultBlockParam[];
 
 async function played(t: CheckKit, scenario: Scenario) {
-  const session = await t.replay(scenario);
+  return checked(t, await t.replay(scenario));
+}
+
+/** The session, once no turn ended with an error, it replayed as recorded and every request keeps the API's rules. */
+function checked<Session extends ReplayedSession>(t: CheckKit, session: Session): Session {
   for (const error of session.turnErrors) {
     const text = error instanceof Error ? error.message : String(error);
     t.fail(say(`the turn ended with an error: ${text}`, `ターンがエラーで終わりました: ${text}`));
@@ -80,7 +87,60 @@ function onlyTranscript(t: CheckKit) {
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-const warned = (t: CheckKit) => t.printed.some((line) => /warn|not compacted|cannot|could not|failed/i.test(line));
+const isWarning = (line: string) => /warn|not compacted|cannot|could not|failed/i.test(line);
+const warned = (t: CheckKit) => t.printed.some(isWarning);
+
+/**
+ * What the model reads as words in a request: its system prompt and the text of its messages.
+ * Not a tool call's input: the focus the model gave `compact` is there already, in the history.
+ */
+function wordsOf(request: MessageCreateParams): string {
+  const system = typeof request.system === "string" ? request.system : (request.system ?? []).map((block) => block.text).join("\n");
+  const texts = (request.messages as MessageParam[]).flatMap(blocks).flatMap((block) => (block.type === "text" ? [block.text ?? ""] : []));
+  return [system, ...texts].join("\n");
+}
+
+/** The transcript's lines as text, one per message. */
+const transcriptLines = (t: CheckKit) => onlyTranscript(t).messages.map((message) => JSON.stringify(message));
+
+/** Thrown in place of process.exit while the program runs in the check. */
+class Exited {
+  constructor(readonly code: number) {}
+}
+
+/**
+ * The learner's program at its prompt, as a person uses it: loaded afresh with a key (so it
+ * talks to a model, which the replay engine stands in for), `lines` typed and then the end of
+ * input, as a pipe gives them. Nothing of it reaches the screen; its exit is caught.
+ */
+async function atThePrompt(t: CheckKit, lines: string[], replies: Message[]) {
+  // A key, and no bearer token (a learner's own would make two credentials, which the client refuses).
+  const program = await t.withSettings({ ANTHROPIC_API_KEY: "sk-ant-check-not-a-real-key", ANTHROPIC_AUTH_TOKEN: "" });
+  const replay = startReplay(scenarioOf(replies));
+  const input = Readable.from([lines.map((line) => `${line}\n`).join("")]);
+  const stdin = Object.getOwnPropertyDescriptor(process, "stdin")!;
+  const { write } = process.stdout;
+  const { exit } = process;
+  Object.defineProperty(process, "stdin", { configurable: true, get: () => input });
+  process.stdout.write = (() => true) as typeof process.stdout.write;
+  process.exit = ((code?: number) => {
+    throw new Exited(Number(code ?? 0));
+  }) as typeof process.exit;
+  try {
+    await (program.main as (args: string[]) => Promise<void>)([]);
+  } catch (error) {
+    if (!(error instanceof Exited)) throw error;
+  } finally {
+    replay.close();
+    Object.defineProperty(process, "stdin", stdin);
+    process.stdout.write = write;
+    process.exit = exit;
+  }
+  // A stub reached in a turn is printed as the turn's error: make it the failure.
+  const stub = notWrittenIn(t.printed.join("\n"));
+  if (stub) throw new Error(`TODO: ${stub}() is not written yet`);
+  return { messages: [], requests: replay.requests, problems: replay.verdict(), turnErrors: [] };
+}
 
 export default defineExercise({
   stage: "s11",
@@ -111,6 +171,79 @@ export default defineExercise({
         "save the transcript first (if it fails: a warning, return false); ask the model for a summary (SUMMARY_REQUEST, the focus, no tool may be called) of contextFor(...); a failed request, a reply cut off or an empty one: a warning, return false, nothing changed; otherwise save summaryMessage(...) to the transcript and set conversation.cut, summary and contextTokens.",
         "まずトランスクリプトを保存します(失敗したら警告を出して false)。contextFor(...) の要約をモデルに頼みます(SUMMARY_REQUEST と focus、ツールは呼ばせない)。リクエストの失敗、途切れた応答、空の応答は警告を出して false を返し、何も変えません。うまくいったら summaryMessage(...) をトランスクリプトに保存し、conversation の cut、summary、contextTokens を設定します。",
       ),
+    },
+  ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "the focus left out: the summary request carries only SUMMARY_REQUEST",
+      change: [["const instruction = focus ? `${SUMMARY_REQUEST} Keep in particular: ${focus}` : SUMMARY_REQUEST;", "const instruction = SUMMARY_REQUEST;"]],
+      fails: "asked",
+    },
+    {
+      name: "the summary request without tool_choice none: the model may call a tool instead of summarising",
+      change: [["tools: TOOLS, tool_choice: { type: \"none\" as const } };", "tools: TOOLS };"]],
+      fails: "summary-request",
+    },
+    {
+      name: "the summary request without tools, though its history holds tool_use blocks",
+      change: [["system: systemPrompt(), tools: TOOLS, tool_choice", "system: systemPrompt(), tool_choice"]],
+      fails: "summary-request",
+    },
+    {
+      name: "the summary not saved to the transcript",
+      change: [["if (!saveTranscript(conversation, messages, [message])) {", "if (!saveTranscript(conversation, messages)) {"]],
+      fails: "auto",
+    },
+    {
+      name: "a warning at every failed save, not once",
+      change: [["if (conversation.writeProblem === undefined) console.log(", "console.log("]],
+      fails: "nothing-lost",
+    },
+    {
+      name: "old results counted by user messages, prompts included",
+      change: [["const withResults = kept.flatMap((message, i) => (blocksOf(message).some((block) => block.type === \"tool_result\") ? [i] : []));", "const withResults = kept.flatMap((message, i) => (message.role === \"user\" ? [i] : []));"]],
+      fails: "micro",
+    },
+    {
+      name: "the summary kept as its own message before the next prompt: two user messages in a row",
+      change: [["if (first?.role !== \"user\") return [conversation.summary, ...view];", "return [conversation.summary, ...view];"]],
+      fails: "by-hand",
+    },
+    {
+      name: "off by one: the last two result messages kept whole, not three",
+      change: [["withResults.slice(0, -KEEP_RESULTS)", "withResults.slice(0, 1 - KEEP_RESULTS)"]],
+      fails: "micro",
+    },
+    {
+      name: "old results cleared in place: the loop's own messages lose them",
+      change: [["(block.type === \"tool_result\" ? cleared(block, calls.get(block.tool_use_id), onDisk) : block)", "(block.type === \"tool_result\" ? Object.assign(block, cleared(block, calls.get(block.tool_use_id), onDisk)) : block)"]],
+      fails: "micro",
+    },
+    {
+      name: "written not moved on: every message appended again at each request",
+      change: [["    conversation.written = messages.length;\n    conversation.writeProblem = undefined;", "    conversation.writeProblem = undefined;"]],
+      fails: "transcript",
+    },
+    {
+      name: "compacts at the threshold, not only past it",
+      change: [["else if (used > compactThreshold)", "else if (used >= compactThreshold)"]],
+      fails: "auto",
+    },
+    {
+      name: "cut not moved: the summary is sent, and the conversation it replaced with it",
+      change: [["Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });", "Object.assign(conversation, { summary: message, contextTokens: 0 });"]],
+      fails: "auto",
+    },
+    {
+      name: "a summary cut off by max_tokens taken as the summary",
+      change: [["if (reply.stop_reason === \"max_tokens\") throw new Error(`the summary was cut off at ${MAX_TOKENS} tokens`);\n    if (reply.stop_reason !== \"end_turn\" || summary === \"\")", "if (summary === \"\")"]],
+      fails: "nothing-lost",
+    },
+    {
+      name: "the summary asked for before the transcript is saved",
+      change: [["  if (!saveTranscript(conversation, messages)) {\n    console.log(`[warning] not compacted: the transcript cannot be written (${conversation.writeProblem}); ${keep}`);\n    return false;\n  }\n", ""]],
+      fails: "nothing-lost",
     },
   ],
   requirements: [
@@ -173,7 +306,7 @@ export default defineExercise({
         const fourth = resultsOf(requests[3]);
         const cut = fourth.filter((result, i) => resultText(result) !== textOf("abcd"[i]));
         if (cut.length > 0) {
-          t.fail(say(`with three tool-result messages ([a, b], c, d) ${cut.map((r) => r.tool_use_id).join(", ")} was already cleared: a message of parallel results counts once`, `ツール結果メッセージが3つ([a, b]、c、d)のときに、${cut.map((r) => r.tool_use_id).join("、")} がもう消されていました。並列の結果のメッセージは1つと数えます`));
+          t.fail(say(`with three tool-result messages ([a, b], c, d), nothing may be cleared yet, but ${cut.map((r) => r.tool_use_id).join(", ")} was (a message of parallel results counts once)`, `ツール結果メッセージが3つ([a, b]、c、d)のときは、まだ何も消してはいけません。ところが ${cut.map((r) => r.tool_use_id).join("、")} が消されていました(並列の結果のメッセージは1つと数えます)`));
         }
         const last = resultsOf(requests[4]);
         if (last.map((r) => r.tool_use_id).join(",") !== "toolu_a,toolu_b,toolu_c,toolu_d,toolu_e") {
@@ -192,13 +325,38 @@ export default defineExercise({
         if (kept.map(resultText).join() !== [..."abcde"].map(textOf).join()) {
           t.fail(say("the loop's own messages lost a result: only what is sent may be cleared, the conversation is the record", "ループ自身の messages から結果が消えました。消してよいのは送るものだけで、会話そのものは記録です"));
         }
+
+        // A person's prompt between results is not a tool-result message: it takes no place of the three.
+        const twoTurns = await played(
+          t,
+          scenarioOf([reply.tools([read("a", "toolu_a2")]), reply.tools([read("b", "toolu_b2")]), reply.text("one"), reply.tools([read("c", "toolu_c2")]), reply.tools([read("d", "toolu_d2")]), reply.text("two")]),
+        );
+        // Request 5: the results of a, b, then the second prompt, then c: three tool-result messages.
+        const early = resultsOf(twoTurns.requests[4]).filter((result) => !resultText(result).includes("-START"));
+        if (early.length > 0) {
+          t.fail(
+            say(
+              `after a, b, the second prompt and c, ${early.map((r) => r.tool_use_id).join(", ")} was already cleared: there are three tool-result messages, and the person's prompt is not one of them`,
+              `a、b、2つ目の依頼、c のあとで、${early.map((r) => r.tool_use_id).join("、")} がもう消されていました。ツール結果メッセージは3つで、人の依頼はそれに数えません`,
+            ),
+          );
+        }
+        const sixth = resultsOf(twoTurns.requests[5]).map((result) => [result.tool_use_id, resultText(result).includes("-START")]);
+        if (JSON.stringify(sixth) !== JSON.stringify([["toolu_a2", false], ["toolu_b2", true], ["toolu_c2", true], ["toolu_d2", true]])) {
+          t.fail(
+            say(
+              `after a, b, the second prompt, c and d, the results sent whole were [${sixth.filter(([, whole]) => whole).map(([id]) => id).join(", ")}], not [toolu_b2, toolu_c2, toolu_d2]`,
+              `a、b、2つ目の依頼、c、d のあとで元のまま送られた結果は [${sixth.filter(([, whole]) => whole).map(([id]) => id).join("、")}] で、[toolu_b2、toolu_c2、toolu_d2] ではありません`,
+            ),
+          );
+        }
       },
     },
     {
       id: "auto",
       title: say(
-        "Past COMPACT_THRESHOLD (not at it), the model is asked for a summary of the conversation, and the next request carries the summary in its place, with the latest request",
-        "COMPACT_THRESHOLD を超えると(ちょうどでは起きない)、モデルに会話の要約を頼み、次のリクエストは会話の代わりにその要約と最新の依頼を運ぶ",
+        "Past COMPACT_THRESHOLD (not at it), the model is asked for a summary of the conversation, and the next request carries the summary in its place, with the latest request; the transcript keeps the conversation, then the summary",
+        "COMPACT_THRESHOLD を超えると(ちょうどでは起きない)、モデルに会話の要約を頼み、次のリクエストは会話の代わりにその要約と最新の依頼を運ぶ。トランスクリプトには会話と、そのあとに要約が残る",
       ),
       hints: [
         say("The conversation has grown past the threshold. What could stand in for it, and who can write that?", "会話がしきい値を超えました。会話の代わりになるものは何で、それを書けるのは誰でしょう。"),
@@ -215,7 +373,12 @@ export default defineExercise({
         t.write("a.txt", textOf("a"));
         t.write("b.txt", textOf("b"));
         // 5000 tokens is the threshold: at it, nothing; one over, a summary before the next request.
-        const { requests, messages } = await played(t, withThreshold([used(5000, reply.tools([read("a")])), used(5001, reply.tools([read("b")])), reply.text(SUMMARY), reply.text("done")], 1));
+        const session = await t.replay(withThreshold([used(5000, reply.tools([read("a")])), used(5001, reply.tools([read("b")])), reply.text(SUMMARY), reply.text("done")], 1));
+        // The loop's second request says nothing the first did not: a summary request would.
+        if (session.requests.length > 1 && wordsOf(session.requests[1]) !== wordsOf(session.requests[0])) {
+          t.fail(say("a summary was asked for after a request that used exactly COMPACT_THRESHOLD (5,000) input tokens", "入力トークンがちょうど COMPACT_THRESHOLD(5,000)のリクエストのあとで、要約を頼みました"), say("a summary only past the threshold, after 5,001", "しきい値を超えたとき(5,001 のあと)だけ要約する"));
+        }
+        const { requests, messages } = checked(t, session);
         const summaryRequest = JSON.stringify(requests[2].messages);
         if (!summaryRequest.includes(textOf("b"))) t.fail(say("the summary was not asked for with the conversation, b.txt's result included", "要約を頼むリクエストに、b.txt の結果を含む会話が入っていません"));
         const after = requests[3].messages as MessageParam[];
@@ -225,8 +388,47 @@ export default defineExercise({
           t.fail(say(`the request after the summary still carries the conversation it replaced (${after.length} messages)`, `要約のあとのリクエストに、要約が置き換えたはずの会話が残っています(${after.length} 件)`));
         }
         if (!sent.includes("prompt 1")) t.fail(say("the request after the summary lost the person's request, which the work must carry on with", "要約のあとのリクエストから、作業を続けるのに必要な人の依頼が消えています"));
-        const transcript = onlyTranscript(t);
-        if (!JSON.stringify(transcript.messages).includes("B-START")) t.fail(say("the transcript lost the messages the summary replaced", "要約に置き換えた会話が、トランスクリプトから失われています"));
+        const lines = transcriptLines(t);
+        const replaced = lines.findIndex((line) => line.includes("B-START"));
+        const summary = lines.findIndex((line) => line.includes("SUMMARY-7Q"));
+        if (replaced < 0) t.fail(say("the transcript lost the messages the summary replaced", "要約に置き換えた会話が、トランスクリプトから失われています"));
+        if (summary < 0) t.fail(say("the summary is not in the transcript: what the model is sent from now on is on disk nowhere", "要約がトランスクリプトにありません。これからモデルに送るものが、ディスクのどこにもありません"));
+        if (summary < replaced) t.fail(say("in the transcript the summary comes before the messages it replaced", "トランスクリプトで、要約が置き換えた会話より前にあります"));
+      },
+    },
+    {
+      id: "summary-request",
+      title: say(
+        "The summary request is one the API accepts and where no tool can be called: it declares the tools, since its history holds tool calls, with tool_choice none",
+        "要約のリクエストは API が受け付けるもので、ツールを呼べない。履歴にツール呼び出しがあるのでツールを宣言し、tool_choice は none にする",
+      ),
+      hints: [
+        say(
+          "The summary request carries the conversation, tool calls included. What does the API ask of a request that holds tool_use blocks, and what stops the model from calling one more tool instead of writing the summary?",
+          "要約のリクエストは、ツール呼び出しも含めて会話を運びます。tool_use ブロックを持つリクエストに API は何を求めるでしょう。そして、モデルが要約を書く代わりにもう1つツールを呼ぶのを止めるものは?",
+        ),
+        say(
+          "Send the loop's tools (TOOLS): a request whose messages hold tool_use blocks must declare tools, or the API refuses it. Add tool_choice: { type: \"none\" }: the tools are declared, and none may be called.",
+          "ループと同じツール(TOOLS)を送ります。メッセージに tool_use ブロックがあるリクエストはツールを宣言しなければ、API に拒否されます。そこに tool_choice: { type: \"none\" } を足せば、ツールは宣言したまま、どれも呼べません。",
+        ),
+        say(
+          "provider.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: \"none\" }, messages: withText(contextFor(conversation, messages), instruction) })",
+          "provider.messages.create({ model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: \"none\" }, messages: withText(contextFor(conversation, messages), instruction) })",
+        ),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        t.write("b.txt", textOf("b"));
+        const { requests } = await played(t, withThreshold([reply.tools([read("a")]), used(6000, reply.tools([read("b")])), reply.text(SUMMARY), reply.text("done")], 1));
+        const summary = requests[2];
+        const calls = (summary.messages as MessageParam[]).flatMap(blocks).filter((block) => block.type === "tool_use").length;
+        const tools = summary.tools ?? [];
+        if (calls > 0 && tools.length === 0) {
+          t.fail(say(`the summary request holds ${calls} tool calls (tool_use blocks) and declares no tools: the API refuses such a request`, `要約のリクエストにはツール呼び出し(tool_use ブロック)が ${calls} 個あるのに、ツールを宣言していません。API はこのリクエストを拒否します`));
+        }
+        if (tools.length > 0 && summary.tool_choice?.type !== "none") {
+          t.fail(say(`the summary request declares ${tools.length} tools, with tool_choice ${quote(summary.tool_choice ?? null)}: the model may call one instead of writing the summary`, `要約のリクエストはツールを ${tools.length} 個宣言していて、tool_choice は ${quote(summary.tool_choice ?? null)} です。モデルは要約を書く代わりにツールを呼べてしまいます`));
+        }
       },
     },
     {
@@ -254,16 +456,58 @@ export default defineExercise({
         if (!answered.includes("toolu_compact") || !answered.includes("toolu_a")) {
           t.fail(say(`the summary was asked for from a conversation whose last calls are answered [${answered.join(", ")}], not [toolu_a, toolu_compact]`, `要約を頼んだ会話で、最後の呼び出しへの答えが [${answered.join(", ")}] で、[toolu_a, toolu_compact] ではありません`));
         }
-        if (!JSON.stringify(summaryRequest.messages).includes("FOCUS-9")) t.fail(say("the focus the model gave was not in the summary request", "モデルが渡した focus が、要約のリクエストに入っていません"));
+        // The compact call's own input is in the history already: the focus must be in what asks for the summary.
+        if (!wordsOf(summaryRequest).includes("FOCUS-9")) t.fail(say("the focus the model gave was not in the summary request's instruction (only in the compact call, in the history)", "モデルが渡した focus が、要約を頼む指示に入っていません(履歴の compact 呼び出しの中にあるだけです)"));
         const after = JSON.stringify(requests[2].messages);
         if (!after.includes("SUMMARY-7Q") || after.includes("A-START")) t.fail(say(`the request after the compact call does not carry the summary in place of the conversation: ${quote(after.slice(0, 300))}`, `compact 呼び出しのあとのリクエストが、会話の代わりに要約を運んでいません: ${quote(after.slice(0, 300))}`));
       },
     },
     {
+      id: "by-hand",
+      title: say(
+        "/compact [focus] at the prompt summarises the conversation between two turns, with that focus; the next prompt goes out with the summary, and the roles still alternate",
+        "プロンプトで /compact [focus] と打つと、2つのターンのあいだに、その focus で会話を要約する。次の依頼は要約と一緒に送られ、役割は交互のまま",
+      ),
+      hints: [
+        say(
+          "/compact is given: it calls your compact(history, why, focus) between two turns. What is the first thing sent after it, and which role does it start with?",
+          "/compact はもう書いてあり、2つのターンのあいだにあなたの compact(history, why, focus) を呼びます。そのあと最初に送るものは何で、どの役割から始まるでしょう。",
+        ),
+        say(
+          "After /compact, the next prompt is the first message after the cut, a user message, and the summary is a user message too: two in a row. Put the summary's blocks and the prompt's into one user message in contextFor.",
+          "/compact のあと、次の依頼は区切りのあとの最初のメッセージで、ユーザーのメッセージです。要約もユーザーのメッセージなので、2つ続いてしまいます。contextFor で、要約のブロックと依頼のブロックを1つのユーザーメッセージにまとめます。",
+        ),
+        say(
+          "const [first, ...rest] = view; if (first?.role !== \"user\") return [conversation.summary, ...view]; return [{ role: \"user\", content: [...blocksOf(conversation.summary), ...blocksOf(first)] }, ...rest];",
+          "const [first, ...rest] = view; if (first?.role !== \"user\") return [conversation.summary, ...view]; return [{ role: \"user\", content: [...blocksOf(conversation.summary), ...blocksOf(first)] }, ...rest];",
+        ),
+      ],
+      async check(t) {
+        const session = await atThePrompt(t, ["first", "/compact the FOCUS-9 names", "second"], [reply.text("first answer"), reply.text(SUMMARY), reply.text("second answer")]);
+        const { requests } = session;
+        const summaryRequest = requests[1];
+        if (requests.length !== 3) {
+          t.fail(
+            say(`"first", "/compact the FOCUS-9 names", "second" typed at the prompt made ${requests.length} requests`, `プロンプトで "first"、"/compact the FOCUS-9 names"、"second" と打つと、リクエストが ${requests.length} 回でした`),
+            say("three: the first prompt, the summary request, the second prompt", "3回: 1つ目の依頼、要約のリクエスト、2つ目の依頼"),
+          );
+        }
+        if (!wordsOf(summaryRequest).includes("FOCUS-9")) t.fail(say("the focus typed after /compact was not in the summary request's instruction", "/compact のあとに打った focus が、要約を頼む指示に入っていません"));
+        t.asRecorded(session);
+        const broken = pairProblem(requests);
+        if (broken) t.fail(broken);
+        const sent = JSON.stringify(requests[2].messages);
+        if (!sent.includes("SUMMARY-7Q") || sent.includes("first answer") || !sent.includes("second")) {
+          t.fail(say(`the prompt after /compact was sent as ${quote(sent.slice(0, 300))}: the summary and the new prompt, without the conversation it replaced, were expected`, `/compact のあとの依頼は ${quote(sent.slice(0, 300))} として送られました。置き換えた会話は入れず、要約と新しい依頼を送るはずです`));
+        }
+        if (!transcriptLines(t).some((line) => line.includes("SUMMARY-7Q"))) t.fail(say("the summary made by /compact is not in the transcript", "/compact で作った要約がトランスクリプトにありません"));
+      },
+    },
+    {
       id: "nothing-lost",
       title: say(
-        "When the summary cannot be made (a reply cut off) or the transcript cannot be written, nothing is compacted: a warning, and the next request carries the whole conversation",
-        "要約が作れない(応答が途切れた)ときや、トランスクリプトが書けないときは、何も圧縮しない。警告を出し、次のリクエストは会話をそのまま運ぶ",
+        "When the summary cannot be made (a reply cut off) or the transcript cannot be written, nothing is compacted: a warning (once for a transcript that stays unwritable), and the next request carries the whole conversation",
+        "要約が作れない(応答が途切れた)ときや、トランスクリプトが書けないときは、何も圧縮しない。警告を出し(書けないままのトランスクリプトには1回だけ)、次のリクエストは会話をそのまま運ぶ",
       ),
       hints: [
         say("A summary cut off in the middle, or messages that are nowhere on disk: which is worse, a long context or a lost one?", "途中で途切れた要約や、ディスクのどこにもないメッセージ。長いコンテキストと失われたコンテキストでは、どちらが困るでしょう。"),
@@ -284,11 +528,21 @@ export default defineExercise({
           t.fail(say(`after a summary cut off by max_tokens, the next request carries ${sent.length} messages, not the whole conversation of 3`, `max_tokens で途切れた要約のあと、次のリクエストのメッセージは ${sent.length} 件で、3件の会話そのままではありません`));
         }
         if (!warned(t)) t.fail(say("the summary failed and no warning was printed", "要約に失敗したのに、警告が表示されていません"));
-        const printedBefore = t.printed.length;
 
         // .transcripts is a file: nothing can be saved, so no summary may be asked for.
         rmSync(path.join(t.workspace, ".transcripts"), { recursive: true, force: true });
         t.write(".transcripts", "a file where the folder should be");
+        // Under the threshold the work goes on; the person is told once, not at every request.
+        const quietFrom = t.printed.length;
+        await played(t, withThreshold([reply.tools([read("a", "toolu_a1")]), reply.tools([read("a", "toolu_a2")]), reply.tools([read("a", "toolu_a3")]), reply.text("done")], 0));
+        const warnings = t.printed.slice(quietFrom).filter(isWarning);
+        if (warnings.length !== 1) {
+          t.fail(
+            say(`with .transcripts unwritable, four requests printed ${warnings.length} warnings: ${quote(warnings)}`, `.transcripts に書けないまま4回リクエストして、警告が ${warnings.length} 回出ました: ${quote(warnings)}`),
+            say("one warning, the first time the transcript could not be written", "トランスクリプトが書けなかった最初の1回だけ、警告を出す"),
+          );
+        }
+        const printedBefore = t.printed.length;
         const blocked = await played(t, withThreshold([used(6000, reply.tools([read("a")])), reply.text("done")], 0));
         if (blocked.requests.length !== 2 || (blocked.requests[1].messages as MessageParam[]).length !== 3) {
           t.fail(say("with .transcripts unwritable, the conversation was compacted anyway: its messages would be lost", ".transcripts に書けないのに会話が圧縮されました。メッセージが失われてしまいます"));

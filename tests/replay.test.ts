@@ -12,11 +12,23 @@ import { reply, scenarioOf, useReplay } from "./helpers.ts";
 
 // The SDK as the stages load it (lib/runtime/model.ts).
 const client = new (sdkModule().default)({ apiKey: "test", baseURL: "http://model.test", maxRetries: 0, fetch: (u, i) => fetch(u, i) });
+// A request that holds tool blocks must declare tools, as the API requires.
+const TOOLS: Anthropic.Tool[] = [{ name: "bash", input_schema: { type: "object" } }];
 const ask = (messages: Anthropic.MessageParam[]) =>
-  client.messages.create({ model: "m", max_tokens: 10, messages });
+  client.messages.create({ model: "m", max_tokens: 10, messages, tools: TOOLS });
 
 describe("the replay engine", () => {
   const replay = useReplay();
+
+  it("refuses what the API refuses: tool blocks in a request that declares no tools, an empty text block, an unanswered call", async () => {
+    replay(scenarioOf([reply.tools([{ id: "toolu_1", name: "bash", input: {} }]), reply.text("never")]));
+    const served = await ask([{ role: "user", content: "a" }]);
+    const call: Anthropic.MessageParam = { role: "assistant", content: served.content };
+    const answer: Anthropic.MessageParam = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] };
+    await expect(client.messages.create({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "a" }, call, answer] })).rejects.toThrow(/must define tools/);
+    await expect(ask([{ role: "user", content: [{ type: "text", text: " " }] }])).rejects.toThrow(/text content blocks must contain non-whitespace text/);
+    await expect(ask([{ role: "user", content: "a" }, call, { role: "user", content: "no result" }, { role: "assistant", content: "x" }, { role: "user", content: "y" }])).rejects.toThrow(/tool_use ids were found without tool_result blocks/);
+  });
 
   it("streams any recorded reply when a request asks for a stream: what the SDK assembles is the reply as recorded, for every fixture", async () => {
     const replies = readdirSync(FIXTURES_DIR).flatMap((stage) =>

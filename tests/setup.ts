@@ -5,7 +5,7 @@
 // mode, when it loads), the environment, the working directory and the mocks. And no test
 // reads or writes the real home folder (s12's global memory lives there): HOME is a
 // temporary folder of the file's own.
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, vi } from "vitest";
@@ -18,6 +18,9 @@ const env = { ...process.env };
 const cwd = process.cwd();
 const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-home-")));
 process.env.HOME = home;
+// Nor the workbook's own .env: a developer's key or approval mode there must not change a test.
+process.env.WORKBOOK_ENV_FILE = path.join(home, "no-settings.env");
+writeFileSync(process.env.WORKBOOK_ENV_FILE, "");
 
 afterAll(() => {
   vi.unstubAllEnvs();

@@ -956,7 +956,11 @@ function childRun(
   const requirements = exercise.requirements;
   // Not TMPDIR: tsx keeps its cache of compiled files there, and a cold cache is slow.
   const env: Record<string, string | undefined> = { ...process.env, [CHECKS_FOLDER]: scratch };
-  for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID"]) delete env[name];
+  for (const name of ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "MODEL_ID", "APPROVAL_MODE", "COMPACT_THRESHOLD"]) delete env[name];
+  // Nor the learner's settings file: a key or an approval mode there must not change a check.
+  const noSettings = path.join(scratch, "no-settings.env");
+  writeFileSync(noSettings, "");
+  env.WORKBOOK_ENV_FILE = noSettings;
   const child = spawn(process.execPath, ["--import", TSX_LOADER, THIS_FILE, exercise.stage, file, String(from), String(last)], {
     cwd: scratch,
     env,

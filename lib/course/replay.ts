@@ -104,14 +104,17 @@ function unansweredCalls(body: MessageCreateParams, served: Message[]): string |
 
 /**
  * What the Messages API refuses in a request's history, in its words: a conversation that
- * does not start with the person, a message with no content (but a final assistant one), an
- * empty text block, and a tool call whose result is not in the next message. A loop that lets
+ * does not start with the person, tool blocks in a request that declares no tools, a message
+ * with no content (but a final assistant one), an empty text block, and a tool call whose
+ * result is not in the next message. A loop that lets
  * one of these into its history has every later request refused.
  */
 export function apiProblem(body: MessageCreateParams): string | undefined {
   const { messages } = body;
   if (messages.length === 0) return "messages: at least one message is required";
   if (messages[0].role !== "user") return "messages: the first message must use the user role";
+  const usesTools = messages.some((message) => Array.isArray(message.content) && message.content.some((block) => block.type === "tool_use" || block.type === "tool_result"));
+  if (usesTools && !(body.tools && body.tools.length > 0)) return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
   for (const [i, message] of messages.entries()) {
     const content = typeof message.content === "string" ? [{ type: "text" as const, text: message.content }] : message.content;
     const last = i === messages.length - 1;

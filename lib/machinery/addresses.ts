@@ -10,6 +10,7 @@
 // an IPv6 address that carries an IPv4 one is judged by the IPv4 address it carries.
 import { isIP } from "node:net";
 
+// #region tables
 // Refused wherever they hide: an agent that could fetch these would read the machine's own
 // services, the office network, or the cloud's instance metadata (which hands out credentials).
 // Each range is one no public web server is in (IANA's special-purpose ranges). That includes
@@ -53,7 +54,9 @@ const CARRIERS = [
   { ...parseRange("64:ff9b::/96"), shift: 0n, how: "through NAT64" },
   { ...parseRange("2002::/16"), shift: 80n, how: "through 6to4" },
 ];
+// #endregion tables
 
+// #region not-public
 /** Why `address` is not on the public internet, as "in 10.0.0.0/8 (private)"; undefined when it is public. */
 export function notPublic(address: string): string | undefined {
   const number = addressNumber(address);
@@ -66,6 +69,7 @@ export function notPublic(address: string): string | undefined {
   }
   return rangeOf(number, NOT_PUBLIC_V6) ?? (inRange(number, GLOBAL_V6) ? undefined : "outside 2000::/3, where every public IPv6 address is");
 }
+// #endregion not-public
 
 type Range = { first: bigint; bits: number; width: number; text: string };
 
@@ -84,6 +88,7 @@ function rangeOf(number: bigint, ranges: (Range & { what: string })[]): string |
   return range && `in ${range.text} (${range.what})`;
 }
 
+// #region address-number
 /** An IP address as one number: 32 bits for IPv4, 128 for IPv6. */
 function addressNumber(address: string): bigint {
   if (isIP(address) === 4) return address.split(".").reduce((number, byte) => (number << 8n) | BigInt(byte), 0n);
@@ -98,5 +103,6 @@ function addressNumber(address: string): bigint {
   const zeros = Array<string>(8 - groups(head).length - groups(rest).length).fill("0"); // what "::" stands for
   return [...groups(head), ...zeros, ...groups(rest)].reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
 }
+// #endregion address-number
 
 const dotted = (ipv4: bigint) => [24n, 16n, 8n, 0n].map((shift) => (ipv4 >> shift) & 255n).join(".");

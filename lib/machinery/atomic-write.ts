@@ -27,6 +27,7 @@ export interface WriteRoot {
   isInside: (root: string, target: string) => boolean;
 }
 
+// #region write-atomically
 /**
  * Replace a file's content so that a failure half-way leaves the old content whole: the new
  * text goes to a temporary file beside it, which is then renamed over it. A careful editor
@@ -65,6 +66,7 @@ export function writeAtomically(file: string, content: string, given: string, wh
     }
   });
 }
+// #endregion write-atomically
 
 /** What is at `file` now, if anything; a path through a file (`a.txt/b`) is said in words. */
 function existing(file: string, given: string) {
@@ -86,6 +88,7 @@ function writeInPlace(name: string, content: string): void {
   }
 }
 
+// #region in-folder
 /**
  * Run `work` with the process standing in `folder`, entered one step at a time from the root
  * and checked at each step. The sandbox checked the path a moment ago, but another process
@@ -111,3 +114,4 @@ export function inFolder(where: WriteRoot, folder: string, given: string, create
     process.chdir(home);
   }
 }
+// #endregion in-folder

@@ -17,6 +17,7 @@ export const green = colour(32);
 export const red = colour(31);
 // #endregion colour
 
+// #region visible
 // Characters that change what a terminal shows rather than show themselves: C0 controls but
 // the line break and the tab, DEL, C1 controls (U+0080-U+009F), and the marks that reorder
 // or hide text (bidi embeddings, overrides and isolates, zero-width characters, the BOM).
@@ -45,6 +46,7 @@ export function forTerminal(text: string): string {
   const colours = text.match(OWN_COLOURS) ?? [];
   return parts.map((part, i) => visible(part) + (colours[i] ?? "")).join("");
 }
+// #endregion visible
 
 export const indent = (text: string) => text.replace(/^/gm, "  ");
 

@@ -19,6 +19,7 @@ const MARKS: Record<string, string> = { h1: "# ", h2: "## ", h3: "### ", h4: "##
 const RAW_TEXT = new Set(["script", "style", "noscript", "iframe", "textarea", "title"]);
 // No content and no end tag.
 const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"]);
+// #region html-to-text
 const TAGS_PER_LOOK = 20_000; // tags read between two looks at the clock
 
 /** HTML as a reader sees it: the title first, then one line per heading, paragraph and list item. */
@@ -39,6 +40,7 @@ export async function htmlToText(html: string, signal: AbortSignal): Promise<str
   page.text(html.slice(at));
   return page.result();
 }
+// #endregion html-to-text
 
 /** "<p", "</p", "<!--", "<!doctype" and "<?xml" start markup; a "<" before anything else is text. */
 function startsMarkup(html: string, lt: number): boolean {
@@ -123,6 +125,7 @@ class PageText {
     else if (!DROPPED.has(name)) this.text(content); // a <textarea>'s text
   }
 
+  // #region open-elements
   open(name: string) {
     if (this.hidden === 0 && BLOCKS.has(name)) this.parts.push("\n");
     if (this.hidden === 0 && MARKS[name]) this.parts.push(MARKS[name]);
@@ -145,6 +148,7 @@ class PageText {
       if (this.hidden === 0 && BLOCKS.has(closed)) this.parts.push("\n");
     } while (closed !== name);
   }
+  // #endregion open-elements
 
   result(): string {
     // Layout whitespace goes, including indentation inside <pre>, and so do empty lines: the

@@ -10,6 +10,7 @@ import type http from "node:http";
 import { pipeline, type Transform } from "node:stream";
 import zlib from "node:zlib";
 
+// #region read-body
 export const MAX_BODY_BYTES = 10 * 1024 * 1024; // counted as the bytes arrive, after decompression, so an endless page is cut off
 
 // The compressions the request asks for. Lenient at the end, as browsers are: an empty or
@@ -51,6 +52,7 @@ export async function readBody(response: http.IncomingMessage): Promise<{ bytes:
   }
   return { bytes: Buffer.concat(chunks), complete: true };
 }
+// #endregion read-body
 
 /** The body's bytes as text, in the charset the server names (UTF-8 when it names none, or one TextDecoder does not know). */
 export function decode(bytes: Buffer, contentType: string): string {

@@ -23,6 +23,7 @@ export class NotText extends Error {}
 /** A page of a file: its lines as shown, the file's number of lines, and whether the page filled up before `limit` lines. */
 export type Page = { shown: string[]; total: number; full: boolean };
 
+// #region open-file
 /**
  * A file opened for reading, or a clear error: missing, a directory, not a regular file. The
  * file is opened first and then looked at through what was opened, so what is checked is
@@ -48,7 +49,9 @@ export function openFile(file: string, given: string): number {
   if (stat.isDirectory()) throw new Error(`${given} is a directory; list it with bash (ls)`);
   throw new Error(`${given} is ${kindOf(stat)}, not a regular file; only regular files are read`);
 }
+// #endregion open-file
 
+// #region read-text
 /**
  * A file's whole text, or a clear error: missing, not a regular file, too large, or binary.
  * `whatInstead` ends the too-large message: what the model can do instead (page it, grep it).
@@ -74,6 +77,7 @@ export function readText(file: string, given: string, whatInstead = "look at par
     closeSync(fd);
   }
 }
+// #endregion read-text
 
 /**
  * The lines of a page, numbered as `cat -n` numbers them, and the file's number of lines. The

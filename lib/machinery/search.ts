@@ -18,6 +18,7 @@ import { byName, findFiles, relativeName, unreadableNote, type FoundFile } from 
 const MAX_LINE = 2000; // characters shown of one matching line
 
 
+// #region limits
 /**
  * How long one search may take in all (users get 10 s), and how many files make another
  * worker worth starting: a small search runs in one worker, a large one in one per core (at
@@ -25,6 +26,7 @@ const MAX_LINE = 2000; // characters shown of one matching line
  */
 export const GREP_LIMITS = { milliseconds: 10_000, filesPerWorker: 1000 };
 const BATCH = 500; // files the walk hands to the workers at a time
+// #endregion limits
 
 /** What a worker found in one file; `lines` (content mode) are ready to show: path:line: text. */
 export type FileResult = { skipped?: string; unreadable?: string; count?: number; lines?: string[] };
@@ -261,10 +263,12 @@ const idleWorkers: Worker[] = [];
  */
 function startSearch(pattern: string, mode: string, maxResults: number) {
   const most = Math.min(availableParallelism(), 4);
+  // #region fast-paths
   const whole = wholeTextPattern(pattern);
   const latin1 = whole !== undefined && matchesOnlyAscii(pattern);
   const text = requiredText(pattern);
   const plain = text === pattern && !/[\x00-\x1f]/.test(pattern); // a line break in it could never match a line
+  // #endregion fast-paths
   // Shared with the workers: the batch and the file each worker is in, -1 when none.
   const current = new Int32Array(new SharedArrayBuffer(8 * most)).fill(-1);
   const task = { type: "search", pattern, whole, latin1, text, plain, mode, maxResults, maxLine: MAX_LINE, maxBytes: MAX_FILE_BYTES, current };
@@ -278,12 +282,15 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
   let whenThrough = () => {};
   let timer: NodeJS.Timeout | undefined;
 
+  // #region worker
   const startWorker = () => {
     timer ??= setTimeout(() => {
       timedOut = true;
       busy.forEach((worker) => void worker.terminate());
     }, GREP_LIMITS.milliseconds);
-    const worker = idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true });
+    // execArgv: [] — the worker's code is plain CommonJS; a parent started with
+    // --input-type=module (or a loader) would otherwise hand it flags that break it.
+    const worker = idleWorkers.pop() ?? new Worker(SEARCH_WORKER, { eval: true, execArgv: [] });
     // A worker is through with this search when it says "finished", or when it has ended
     // ("exit" comes after every message it sent, whether it finished or was stopped).
     const through = (again: boolean) => {
@@ -311,6 +318,7 @@ function startSearch(pattern: string, mode: string, maxResults: number) {
     busy.add(worker);
     for (const batch of batches) worker.postMessage(batch.message); // it helps with what is left
   };
+  // #endregion worker
 
   return {
     add(files: FoundFile[]) {

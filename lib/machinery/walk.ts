@@ -48,6 +48,7 @@ export function findFiles(root: string, pattern: string, folder: string, options
   return walkFiles(root, folder, (relative) => matches(nameOnly ? relative.slice(relative.lastIndexOf("/") + 1) : relative), options.onFound);
 }
 
+// #region walk-files
 /**
  * The files under `folder` whose path from `folder` is `wanted`, in one pass over the folders.
  * Nothing is read twice or in vain: a skipped or ignored folder is never opened, each
@@ -87,6 +88,7 @@ export function walkFiles(root: string, folder: string, wanted: (relative: strin
   visit(folder, above.join("/"), "", rules);
   return found;
 }
+// #endregion walk-files
 
 /** A folder's entries and the rules in force inside it, or undefined if it cannot be read. */
 function listFolder(full: string, shown: string, rules: Rules) {
@@ -155,6 +157,7 @@ export function globMatcher(glob: string): (relative: string) => boolean {
   };
 }
 
+// #region expand-braces
 /** The patterns glob[from, to) stands for, with its braces expanded (escapes are kept for partTokens). */
 function expandBraces(glob: string, ends: number[], from: number, to: number): string[] {
   let patterns = [""];
@@ -172,6 +175,7 @@ function expandBraces(glob: string, ends: number[], from: number, to: number): s
   }
   return patterns;
 }
+// #endregion expand-braces
 
 /** What `{a,b}` or `{1..3}` at `open` stands for, or undefined when its braces are only characters (`{a}`). */
 function braceAlternatives(glob: string, ends: number[], open: number): string[] | undefined {
@@ -248,6 +252,7 @@ const matchPart = (tokens: Token[], name: string) =>
   wildcardMatch(tokens, name, (token, char) => token !== STAR && (token === ANY || (typeof token === "string" ? token === char : token.test(char))));
 const matchSegment = (segment: typeof GLOBSTAR | Token[], part: string) => segment !== GLOBSTAR && matchPart(segment, part);
 
+// #region wildcard-match
 /**
  * The classic wildcard match, used twice: for the characters of a name (STAR: any run of
  * them) and for the parts of a path (GLOBSTAR: any run of folders). When a step fails, it
@@ -275,6 +280,7 @@ function wildcardMatch<T, U>(pattern: T[], items: ArrayLike<U>, matchesOne: (tok
   while (t < pattern.length && isWildcard(pattern[t])) t++;
   return t === pattern.length;
 }
+// #endregion wildcard-match
 
 const tooManyPatterns = (glob: string) =>
   new Error(

@@ -88,6 +88,7 @@ describe("notPublic", () => {
   });
 
   describe("an IPv6 address that carries an IPv4 one is judged by the IPv4 address", () => {
+    // #region carriers
     it.each([
       // IPv4 written as IPv6 (::ffff:0:0/96), with dots or in hex
       ["::ffff:127.0.0.1", `127.0.0.1 written as IPv6, ${LOOPBACK}`],
@@ -112,6 +113,7 @@ describe("notPublic", () => {
     ])("%s: %s", (address, why) => {
       expect(notPublic(address)).toBe(why);
     });
+    // #endregion carriers
 
     it.each([
       ["::fffe:ffff:ffff", OUTSIDE_GLOBAL], // just below ::ffff:0:0/96
@@ -132,6 +134,7 @@ describe("notPublic", () => {
     expect(notPublic("2606:2800:220:1:248:1893:25c8:1946%eth0")).toBe(PUBLIC);
   });
 
+  // #region places
   it("names the places an agent must never read: this machine, cloud metadata, the office network", () => {
     expect(notPublic("0.0.0.0")).toBe('in 0.0.0.0/8 ("this network"; 0.0.0.0 reaches this machine)');
     expect(notPublic("127.0.0.1")).toBe(LOOPBACK);
@@ -141,6 +144,7 @@ describe("notPublic", () => {
     expect(notPublic("fd00:ec2::254")).toBe("in fc00::/7 (unique local; AWS's metadata is fd00:ec2::254)");
     expect(notPublic("192.168.1.1")).toBe("in 192.168.0.0/16 (private)");
   });
+  // #endregion places
 
   it.each(["93.184.215.14", "8.8.8.8", "1.1.1.1", "2606:2800:220:1:248:1893:25c8:1946", "2a00:1450:4001:82b::200e"])(
     "answers undefined for a public address: %s",

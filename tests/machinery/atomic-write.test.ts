@@ -47,6 +47,7 @@ describe("writeAtomically", () => {
     expect(leftOver("target.txt", "fresh.txt")).toEqual([]);
   });
 
+  // #region planted-symlink
   it("uses a temporary name nobody can guess, and never follows a symlink planted at a likely one", async () => {
     const victim = path.join(outside.dir, "victim.txt");
     writeFileSync(victim, "outside, untouched");
@@ -78,6 +79,7 @@ describe("writeAtomically", () => {
     expect(readFileSync("fresh.txt", "utf8")).toBe("fresh");
     expect(leftOver("target.txt", "fresh.txt", ...planted)).toEqual([]);
   });
+  // #endregion planted-symlink
 
   it("creates its temporary file exclusively: a symlink planted at the very name it picks is not followed", () => {
     // The name is random, so a planter must guess it; here the guess is made right, by fixing
@@ -195,6 +197,7 @@ describe("writeAtomically", () => {
     expect(leftOver("theirs.txt")).toEqual([]);
   });
 
+  // #region half-way
   // A limit is a property of a process, so a process of its own writes under it.
   it("leaves the old content whole, and no temporary file, when the write fails half-way", async () => {
     const script = `
@@ -222,6 +225,7 @@ describe("writeAtomically", () => {
     expect(result.entries).toEqual(["new", "old.txt"]);
     expect(result.made).toEqual([]);
   });
+  // #endregion half-way
 });
 
 describe("inFolder: the folders on the way, entered one at a time", () => {

@@ -19,6 +19,7 @@ afterEach(() => {
 const call = (name: string, input: Record<string, unknown>) => ({ type: "tool_use", id: "toolu_1", name, input }) as ToolUseBlock;
 const lines = (count: number, prefix = "line ") => Array.from({ length: count }, (_, i) => `${prefix}${i + 1}`).join("\n");
 
+// #region first-lines
 describe("firstLines", () => {
   it("shows a short text as it is, without its trailing blank lines", () => {
     expect(firstLines("one\ntwo\n\n", 5)).toBe("one\ntwo");
@@ -32,6 +33,7 @@ describe("firstLines", () => {
     expect(firstLines(`${"x".repeat(500)}\nshort`, 5)).toBe(`${"x".repeat(200)} … [300 more characters]\nshort`);
   });
 });
+// #endregion first-lines
 
 describe("describeCall", () => {
   it("shows each argument by name, strings quoted, so where one ends shows", () => {
@@ -47,10 +49,12 @@ describe("describeCall", () => {
 });
 
 describe("describeResult", () => {
+  // #region describe-result
   it("shows the first 6 lines of a result, indented, each cut to 160 characters, and how many more there were", () => {
     const result = describeResult({ type: "tool_result", tool_use_id: "toolu_1", content: `${"z".repeat(400)}\n${lines(20)}\n` });
     expect(result).toBe([`  ${"z".repeat(160)} … [240 more characters]`, ...[1, 2, 3, 4, 5].map((i) => `  line ${i}`), "  … (15 more lines)"].join("\n"));
   });
+  // #endregion describe-result
 
   it("shows an error whole: every line, none cut, as it says what went wrong", () => {
     const message = Array.from({ length: 10 }, (_, i) => `Error ${i}: ${"w".repeat(150)}`).join("\n");

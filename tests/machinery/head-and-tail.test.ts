@@ -78,6 +78,7 @@ describe("HeadAndTail", () => {
     }
   });
 
+  // #region bounded
   it("holds about max characters however much arrives: 50 MB in chunks", () => {
     const max = 30_000;
     const sink = new HeadAndTail(max);
@@ -102,7 +103,9 @@ describe("HeadAndTail", () => {
     expect(kept).toContain(` in all] ...\n`);
     expect(kept).toMatch(new RegExp(`\\[\\d+ characters cut from the middle, ${total} in all\\]`));
   });
+  // #endregion bounded
 
+  // #region split-character
   it("keeps a character whose bytes arrive in two chunks whole, at every split", () => {
     const text = "é 中 😀 ü€𝄞";
     const bytes = Buffer.from(text);
@@ -118,6 +121,7 @@ describe("HeadAndTail", () => {
     expect(sink.text()).toBe(text);
     expect(sink.text()).not.toContain("\uFFFD");
   });
+  // #endregion split-character
 
   it("shows a character cut short at the very end of the stream as one replacement character, not nothing", () => {
     const sink = new HeadAndTail(1000);

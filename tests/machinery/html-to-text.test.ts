@@ -106,6 +106,7 @@ describe("htmlToText", () => {
       expect(seconds).toBeLessThan(2);
     });
 
+    // #region deep-nesting
     it("converts 20,000 nested divs, and 210,000 nested inline tags never closed, without recursion", async () => {
       const deep = await cpuSeconds(() => text(`${"<div>".repeat(20_000)}deep inside${"</div>".repeat(20_000)}<p>after</p>`));
       expect(deep.value).toBe("deep inside\nafter");
@@ -115,6 +116,7 @@ describe("htmlToText", () => {
       expect(deeper.value).toBe("bottom");
       expect(deeper.seconds).toBeLessThan(2); // 0.08 s here
     });
+    // #endregion deep-nesting
 
     it("converts 10 MB of list items, two million tags none of them closed, within 6 s of CPU", async () => {
       const items = Math.floor((10 * MB) / 5);
@@ -133,6 +135,7 @@ describe("htmlToText", () => {
       expect(Date.now() - started).toBeLessThan(1000); // it looks every 20,000 tags: about 10 ms of work; the whole page takes 4 s or more
     });
 
+    // #region clock
     it("stops a long page soon after the signal fires while it works", async () => {
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(new Error("timed out")), 100);
@@ -146,5 +149,6 @@ describe("htmlToText", () => {
       // timer fire would answer only at its end, seconds later (12 s on a 2-core machine).
       expect(Date.now() - started).toBeLessThan(2500);
     });
+    // #endregion clock
   });
 });

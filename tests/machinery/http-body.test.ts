@@ -127,6 +127,7 @@ describe("readBody", () => {
       expect(over.bytes.length).toBe(10 * MB);
     });
 
+    // #region gzip-cap
     it("cuts a gzip body of 10 KB that stands for 10 MB and one byte, at 10 MB", async () => {
       const packed = zlib.gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1));
       expect(packed.length).toBeLessThan(20_000);
@@ -134,6 +135,7 @@ describe("readBody", () => {
       expect(complete).toBe(false);
       expect(bytes.length).toBe(MAX_BODY_BYTES);
     });
+    // #endregion gzip-cap
 
     it("stops a gzip bomb that never ends at 10 MB of zeros, having read a few dozen of its members, and closes it", async () => {
       // A stream stands in for the response here, so the members it had to give can be counted.
@@ -169,6 +171,7 @@ describe("readBody", () => {
       expect(await eventually(closed, 1000)).toBe(true);
     });
 
+    // #region endless-body
     it("cuts an endless plain body off at 10 MB, and hangs up", async () => {
       const response = await respond((_req, res) => {
         res.writeHead(200, { "content-type": "text/plain" });
@@ -180,6 +183,7 @@ describe("readBody", () => {
       expect(bytes.subarray(0, 32).toString()).toBe("0123456789abcdef0123456789abcdef");
       expect(await eventually(closed, 1000)).toBe(true);
     });
+    // #endregion endless-body
   });
 });
 

@@ -49,12 +49,14 @@ describe("runCommand: how a command runs", () => {
     expect(await run("pwd")).toEqual({ code: 0, text: `${workspace.dir}\n` });
   });
 
+  // #region stdin-closed
   it("closes stdin, so cat and read return at once", async () => {
     const started = Date.now();
     expect(await run("cat")).toEqual({ code: 0, text: "" });
     expect(await run('read x; echo "got:[$x]"')).toEqual({ code: 0, text: "got:[]\n" });
     expect(Date.now() - started).toBeLessThan(3000);
   });
+  // #endregion stdin-closed
 
   it("resolves to the exit code, and to null for a shell ended by a signal", async () => {
     expect(await run("exit 3")).toEqual({ code: 3, text: "" });
@@ -273,6 +275,7 @@ describe("runCommand: nothing a command starts outlives it", () => {
   });
 });
 
+// #region program-end
 describe("runCommand when the program ends", () => {
   // A program, as a person would run one, that runs two commands through lib: each leaves a job
   // in the background (one in the command's group, one that left it with setsid) and returns.
@@ -322,3 +325,4 @@ describe("runCommand when the program ends", () => {
     }
   });
 });
+// #endregion program-end

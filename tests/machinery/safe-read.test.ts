@@ -51,6 +51,7 @@ function sparseFile(file: string, size: number, head = "", tail = ""): void {
 describe("openFile and readText refuse what is not a regular text file", () => {
   useWorkspace();
 
+  // #region fifo
   it("refuses a FIFO at once, with the program not blocked", async () => {
     execFileSync("mkfifo", ["pipe"]);
     const message = "pipe is a FIFO (named pipe), not a regular file; only regular files are read";
@@ -58,7 +59,9 @@ describe("openFile and readText refuse what is not a regular text file", () => {
     // A blocked open or read would wait for the release; the refusals come well before it.
     expect(took).toBeLessThan(FIFO_RELEASE_MS / 2);
   });
+  // #endregion fifo
 
+  // #region devices
   it("refuses character devices at once, even /dev/zero, which never ends, and a symlink to it", () => {
     symlinkSync("/dev/zero", "zero");
     const started = Date.now();
@@ -71,6 +74,7 @@ describe("openFile and readText refuse what is not a regular text file", () => {
     // Read for ever, it would never get here; refused, it takes milliseconds (2 s leaves room for a busy machine).
     expect(Date.now() - started).toBeLessThan(2000);
   });
+  // #endregion devices
 
   it("refuses a socket, saying what it is", async () => {
     await withSocket("sock", () => refusedByAll("sock", "sock is a socket, not a regular file; only regular files are read"));

@@ -196,6 +196,7 @@ describe("searchFiles and grepReport", () => {
       expect(await grep("\\w+ au", { mode: "content" })).toBe("No matches for /\\w+ au/ in . (2 files searched)");
     });
 
+    // #region fast-paths
     it("finds, with every fast path, exactly the lines a line-by-line search finds", async () => {
       // Text of every kind, in a file larger than the worker's first buffer (64 kB).
       const sample = [
@@ -229,6 +230,7 @@ describe("searchFiles and grepReport", () => {
         expect(count?.count ?? 0, pattern).toBe(expected.length);
       }
     });
+    // #endregion fast-paths
   });
 
   describe("what is skipped", () => {
@@ -287,6 +289,7 @@ describe("searchFiles and grepReport", () => {
       );
     });
 
+    // #region time-limit
     it("stops a catastrophic pattern at the time limit and says which files were not searched", async () => {
       GREP_LIMITS.milliseconds = 500;
       // (a+)+$ backtracks exponentially on a long run of a's that ends in b.
@@ -303,6 +306,7 @@ describe("searchFiles and grepReport", () => {
       // The stopped worker is gone; the next search gets a working one.
       expect(await grep("^a+$", { path: "z.txt" })).toBe("z.txt");
     });
+    // #endregion time-limit
 
     it.skipIf(availableParallelism() < 2)("when workers share a search, stops at the time limit with what the others found", async () => {
       GREP_LIMITS.milliseconds = 500;

@@ -108,6 +108,7 @@ describe("globMatcher: braces are counted before they grow", () => {
 });
 
 describe("globMatcher: no backtracking", () => {
+  // #region no-backtracking
   it("matches many stars against a long name at once, where a regular expression would backtrack for seconds", async () => {
     // /^.*a.*a.*a.*a.*a.*b$/ takes about 5 s on 90 a's, and five times that on 100.
     const { ms, value } = await timed(() => {
@@ -117,6 +118,7 @@ describe("globMatcher: no backtracking", () => {
     expect(value).toEqual([false, true, false]);
     expect(ms).toBeLessThan(1000);
   });
+  // #endregion no-backtracking
 
   it("matches many ** against a deep path at once", async () => {
     const deep = Array(90).fill("a").join("/");
@@ -186,12 +188,14 @@ describe("findFiles and walkFiles", () => {
     }
   });
 
+  // #region brace-bomb
   it("refuses a brace bomb before walking", () => {
     writeFiles({ "a.txt": "" });
     let heard = 0;
     expect(() => findFiles(workspace.dir, "{a,b}".repeat(20), workspace.dir, { onFound: () => heard++ })).toThrow(/more than 1000 patterns/);
     expect(heard).toBe(0);
   });
+  // #endregion brace-bomb
 
   it("tells onFound of each file as it is found, in the order of the list", () => {
     writeFiles({ "a.txt": "", "b/c.txt": "", "b/d.md": "" });
@@ -257,6 +261,7 @@ describe("findFiles and walkFiles", () => {
     expect(found("**/*.js")).toEqual(["src/a.js"]);
   });
 
+  // #region symlinks
   it("neither follows nor lists a symlink, to a file or a folder, inside the workspace or out", () => {
     writeFileSync(path.join(outside.dir, "secret.txt"), "");
     mkdirSync(path.join(outside.dir, "more"));
@@ -274,6 +279,7 @@ describe("findFiles and walkFiles", () => {
     expect(found("door/*")).toEqual([]);
     expect(found("inner/*")).toEqual([]);
   });
+  // #endregion symlinks
 
   it("never opens a FIFO: not listed, and not read when it is named .gitignore, in the folder walked or above it", async () => {
     // Each walk can reach one FIFO only, the one msOnFifo releases if the walk waits on it.
