@@ -26,6 +26,107 @@ export default defineExercise({
       ),
     },
   ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "the calls run at once, each result pushed as it finishes",
+      change: [
+        [
+          "    const results = await runTools(response.content);",
+          "    const results: ToolResultBlockParam[] = [];\n    await Promise.all(response.content.map(async (block) => {\n      if (block.type === \"tool_use\") results.push(await runTool(block));\n    }));",
+        ],
+      ],
+      fails: "runs-tools",
+    },
+    {
+      name: "the calls run at once, the results kept in order",
+      change: [["    const results = await runTools(response.content);", "    const results = await Promise.all(response.content.filter((block) => block.type === \"tool_use\").map((block) => runTool(block)));"]],
+      fails: "runs-tools",
+    },
+    {
+      name: "one user message per result",
+      change: [["    messages.push({ role: \"user\", content: results });", "    for (const result of results) messages.push({ role: \"user\", content: [result] });"]],
+      fails: "runs-tools",
+    },
+    {
+      name: "only the first tool call of a reply is run",
+      change: [
+        [
+          "    const results = await runTools(response.content);",
+          "    const first = response.content.find((block) => block.type === \"tool_use\");\n    const results = first ? [await runTool(first)] : [];",
+        ],
+      ],
+      fails: "runs-tools",
+    },
+    {
+      name: "each result carries the reply's id, not its call's tool_use id",
+      change: [["    const results = await runTools(response.content);", "    const results = (await runTools(response.content)).map((result) => ({ ...result, tool_use_id: response.id }));"]],
+      fails: "runs-tools",
+    },
+    {
+      name: "handlers called directly: a failure goes back as text, without is_error",
+      change: [
+        [
+          "    const results = await runTools(response.content);",
+          [
+            "    const results: ToolResultBlockParam[] = [];",
+            "    for (const block of response.content) {",
+            "      if (block.type !== \"tool_use\") continue;",
+            "      try {",
+            "        results.push({ type: \"tool_result\", tool_use_id: block.id, content: await TOOL_HANDLERS[block.name](block.input as Record<string, unknown>) });",
+            "      } catch (error) {",
+            "        results.push({ type: \"tool_result\", tool_use_id: block.id, content: `Error: ${(error as Error).message}` });",
+            "      }",
+            "    }",
+          ].join("\n"),
+        ],
+      ],
+      fails: "tool-errors",
+    },
+    {
+      name: "the loop stops after the first tool round",
+      change: [["    messages.push({ role: \"user\", content: results });", "    messages.push({ role: \"user\", content: results });\n    return;"]],
+      fails: "keeps-going",
+    },
+    {
+      name: "the reply is not added to messages (the history loses it)",
+      change: [["    messages.push({ role: \"assistant\", content: response.content });\n", ""]],
+      fails: "keeps-history",
+    },
+    {
+      name: "only the reply's text is added to messages",
+      change: [["    messages.push({ role: \"assistant\", content: response.content });", "    messages.push({ role: \"assistant\", content: response.content.filter((block) => block.type === \"text\") });"]],
+      fails: "keeps-history",
+    },
+    {
+      name: "the turn is kept in a copy of messages, so the next prompt starts without it",
+      change: [["export async function agentLoop(messages: MessageParam[]): Promise<void> {\n", "export async function agentLoop(conversation: MessageParam[]): Promise<void> {\n  const messages = [...conversation];\n"]],
+      fails: "keeps-history",
+    },
+    {
+      name: "the loop does not return at end_turn: it asks the model again",
+      change: [["    if (response.stop_reason !== \"tool_use\") return endTurn(response, messages);", "    if (response.stop_reason !== \"tool_use\") endTurn(response, messages);"]],
+      fails: "stops",
+    },
+    {
+      name: "only end_turn ends the turn: a reply cut off at max_tokens is asked again",
+      change: [["    if (response.stop_reason !== \"tool_use\") return endTurn(response, messages);", "    if (response.stop_reason === \"end_turn\") return endTurn(response, messages);"]],
+      fails: "stops",
+    },
+    {
+      name: "the text is shown only when the turn ends",
+      change: [
+        ["    showText(response);\n", ""],
+        ["    if (response.stop_reason !== \"tool_use\") return endTurn(response, messages);", "    if (response.stop_reason !== \"tool_use\") {\n      showText(response);\n      return endTurn(response, messages);\n    }"],
+      ],
+      fails: "shows-text",
+    },
+    {
+      name: "the request carries no tools",
+      change: [["      tools: TOOLS,\n      messages,", "      messages,"]],
+      fails: "asks-the-model",
+    },
+  ],
   requirements: [
     {
       id: "asks-the-model",
@@ -53,31 +154,51 @@ export default defineExercise({
     {
       id: "runs-tools",
       title: say(
-        "Runs every tool call of a reply and sends all the results back in one message, in order, each with its tool_use id",
-        "返信のツール呼び出しをすべて実行し、結果を1つのメッセージにまとめ、順番どおり、tool_use の id を付けて返す",
+        "Runs the tool calls of a reply one after another and sends all the results back in one message, in the order asked, each with its tool_use id",
+        "返信のツール呼び出しを1つずつ順に実行し、結果を1つのメッセージにまとめ、頼まれた順に、tool_use の id を付けて返す",
       ),
       hints: [
-        say("One reply can hold several tool_use blocks, and the model expects an answer to each of them.", "1つの返信に tool_use ブロックがいくつも入ることがあり、モデルはそのすべてに答えを待っています。"),
-        say("Go through response.content; run each tool_use block with runTool and collect the results; then add them to messages as one user message.", "response.content を順に見て、tool_use ブロックを runTool で実行し、結果を集めます。集めた結果は1つの user メッセージとして messages に足します。"),
+        say("One reply can hold several tool_use blocks, and the model expects an answer to each of them, in the order it asked.", "1つの返信に tool_use ブロックがいくつも入ることがあり、モデルはそのすべてに、頼んだ順で答えを待っています。"),
+        say(
+          "Go through response.content; run each tool_use block with runTool, waiting for one to finish before the next starts (a later call may need what an earlier one did), and collect the results; then add them to messages as one user message.",
+          "response.content を順に見て、tool_use ブロックを runTool で実行します。次を始める前に前のものが終わるのを待ち（後の呼び出しは前の呼び出しの結果を使うかもしれません）、結果を集めます。集めた結果は1つの user メッセージとして messages に足します。",
+        ),
         say(
           'const results = []; for (const block of response.content) if (block.type === "tool_use") results.push(await runTool(block)); messages.push({ role: "user", content: results });',
           'const results = []; for (const block of response.content) if (block.type === "tool_use") results.push(await runTool(block)); messages.push({ role: "user", content: results });',
         ),
       ],
       async check(t) {
+        // The first command takes its time and the second needs what it writes: run at the same
+        // time, the second finishes first and finds nothing, and its result comes back first.
         const calls = [
-          { id: "toolu_first", name: "bash", input: { command: "printf first > a.txt; echo one" } },
+          { id: "toolu_first", name: "bash", input: { command: "sleep 0.3; printf first > a.txt; echo one" } },
           { id: "toolu_second", name: "bash", input: { command: "cat a.txt" } },
         ];
         const session = await replayed(t, [reply.tools(calls), reply.text("Done.")]);
         if (session.requests.length < 2) t.fail(say("the model asked for two bash calls, and the loop never sent their results back", "モデルが bash を2回頼んだのに、ループが結果を返しませんでした"));
-        t.asRecorded(session);
         const results = toolResults(session.requests, 1);
         const got = results.map((r) => `${r.tool_use_id}: ${quote(resultText(r))}`).join(", ");
-        const ids = results.map((r) => r.tool_use_id).join(",");
-        if (ids !== "toolu_first,toolu_second" || resultText(results[0]) !== "one\n" || resultText(results[1]) !== "first") {
-          t.fail(say(`the results sent back were [${got}]`, `返された結果は [${got}] でした`), say('[toolu_first: "one\\n", toolu_second: "first"], in one user message', '[toolu_first: "one\\n", toolu_second: "first"] を1つの user メッセージで'));
+        const expected = say('[toolu_first: "one\\n", toolu_second: "first"], in one user message', '[toolu_first: "one\\n", toolu_second: "first"] を1つの user メッセージで');
+        if (results.length !== 2) {
+          t.fail(say(`the request after the two calls ended with a message holding ${results.length === 1 ? "one result" : `${results.length} results`}: [${got}]`, `2つの呼び出しのあとのリクエストは、結果が ${results.length} 件のメッセージで終わっていました: [${got}]`), expected);
         }
+        const ids = results.map((r) => r.tool_use_id).join(",");
+        if (ids === "toolu_second,toolu_first") {
+          t.fail(say(`the results came back in the order the calls finished, not the order asked: [${got}]`, `結果が頼まれた順ではなく、終わった順に返りました: [${got}]`), expected);
+        }
+        if (ids !== "toolu_first,toolu_second") t.fail(say(`the results sent back were [${got}]`, `返された結果は [${got}] でした`), expected);
+        if (resultText(results[1]) !== "first") {
+          t.fail(
+            say(
+              `toolu_second ran before toolu_first had finished (it found no a.txt): [${got}]. A later call may need what an earlier one did`,
+              `toolu_first が終わる前に toolu_second が動きました（a.txt がありませんでした）: [${got}]。後の呼び出しは前の呼び出しの結果を使うかもしれません`,
+            ),
+            expected,
+          );
+        }
+        if (resultText(results[0]) !== "one\n") t.fail(say(`the results sent back were [${got}]`, `返された結果は [${got}] でした`), expected);
+        t.asRecorded(session);
         if (t.read("a.txt") !== "first") t.fail(say("bash did not run in the workspace: a.txt is not there", "bash がワークスペースで動いていません（a.txt がありません）"));
       },
     },
@@ -93,7 +214,7 @@ export default defineExercise({
         const round = (n: number) => reply.tools([{ name: "bash", input: { command: `echo round ${n} >> rounds.txt` } }]);
         const session = await replayed(t, [round(1), round(2), round(3), reply.text("Three rounds.")]);
         if (session.requests.length < 4) {
-          t.fail(say(`the loop called the model ${session.requests.length} time(s) and stopped while it was still asking for tools`, `ループはモデルを ${session.requests.length} 回呼んだところで、まだツールを頼まれているのに止まりました`), say("4 calls: three tool rounds, then the final answer", "4回の呼び出し（ツール3往復と最後の答え）"));
+          t.fail(say(`the loop called the model ${session.requests.length === 1 ? "once" : `${session.requests.length} times`} and stopped while it was still asking for tools`, `ループはモデルを ${session.requests.length} 回呼んだところで、まだツールを頼まれているのに止まりました`), say("4 calls: three tool rounds, then the final answer", "4回の呼び出し（ツール3往復と最後の答え）"));
         }
         t.asRecorded(session);
         const rounds = t.read("rounds.txt") ?? "";
@@ -142,7 +263,7 @@ export default defineExercise({
         }
         const last = session.requests.at(-1)!;
         if (last.messages.length !== 5) {
-          t.fail(say(`the request for the second prompt carried ${last.messages.length} message(s), not the 5 of the conversation so far`, `2つ目のプロンプトのリクエストが運んだメッセージは ${last.messages.length} 件で、それまでの会話の5件ではありませんでした`));
+          t.fail(say(`the request for the second prompt carried ${last.messages.length === 1 ? "one message" : `${last.messages.length} messages`}, not the 5 of the conversation so far`, `2つ目のプロンプトのリクエストが運んだメッセージは ${last.messages.length} 件で、それまでの会話の5件ではありませんでした`));
         }
       },
     },

@@ -36,9 +36,70 @@ export default defineExercise({
     {
       function: "editFile",
       task: say(
-        "replace old_string with new_string: refuse when it is not found, or found more than once without replace_all (say how many times); never change the file when refusing.",
-        "old_string を new_string に置き換えます。見つからないとき、replace_all なしで2回以上見つかったとき（何回かを伝えます）は拒否し、そのときファイルは変えません。",
+        "replace old_string with new_string: refuse when it is empty or equal to new_string, not found, or found more than once without replace_all (say how many times); never change the file when refusing.",
+        "old_string を new_string に置き換えます。old_string が空か new_string と同じとき、見つからないとき、replace_all なしで2回以上見つかったとき（何回かを伝えます）は拒否し、そのときファイルは変えません。",
       ),
+    },
+  ],
+  // What learners really write, and the check that must refuse it (npm run verify:all proves it).
+  wrong: [
+    {
+      name: "the first of several matches is replaced (String.replace), without asking which",
+      change: [
+        ["if (count > 1 && !replaceAll) {", "if (false) {"],
+        ["writeAtomically(file, pieces.join(replacement), given, inWorkspace());", "writeAtomically(file, replaceAll ? pieces.join(replacement) : content.replace(find, () => replacement), given, inWorkspace());"],
+      ],
+      fails: "several-matches",
+    },
+    {
+      name: "off by one: only three or more matches are refused",
+      change: [["if (count > 1 && !replaceAll) {", "if (count > 2 && !replaceAll) {"]],
+      fails: "several-matches",
+    },
+    {
+      name: "the file is written before the matches are counted",
+      change: [["  const count = pieces.length - 1;\n", "  const count = pieces.length - 1;\n  writeAtomically(file, content.replace(find, () => replacement), given, inWorkspace());\n"]],
+      fails: "several-matches",
+    },
+    {
+      name: "replace_all ignored: read as input.replaceAll",
+      change: [["input.replace_all ?? false", "input.replaceAll ?? false"]],
+      fails: "replace-all",
+    },
+    {
+      name: "new_string given to String.replaceAll, so $& and $$ are expanded",
+      change: [["pieces.join(replacement)", "content.replaceAll(find, replacement)"]],
+      fails: "plain-text",
+    },
+    {
+      name: "old_string taken as a regular expression",
+      change: [["const pieces = content.split(find);", "const pieces = content.split(new RegExp(find));"]],
+      fails: "plain-text",
+    },
+    {
+      name: "count off by one: split's length taken as the number of matches",
+      change: [["const count = pieces.length - 1;", "const count = pieces.length;"]],
+      fails: "unique-match",
+    },
+    {
+      name: "old_string equal to new_string accepted",
+      change: [['  if (oldString === newString) throw new Error("old_string and new_string are the same, so there is nothing to change");\n', ""]],
+      fails: "bad-input",
+    },
+    {
+      name: "an empty old_string accepted",
+      change: [['  if (oldString === "") throw new Error("old_string is empty; to write a whole file use write_file");\n', ""]],
+      fails: "bad-input",
+    },
+    {
+      name: "an old_string that is not there counts as done",
+      change: [["if (count === 0) throw new Error(`old_string was not found in ${given}: ${noMatchHint(content, find, crlf)}. The file is unchanged`);", "if (count === 0) return `Nothing to change: old_string is not in ${given}`;"]],
+      fails: "not-found",
+    },
+    {
+      name: "old_string trimmed before it is looked for",
+      change: [['const find = crlf ? oldString.replace(/\\r?\\n/g, "\\r\\n") : oldString;', 'const find = crlf ? oldString.replace(/\\r?\\n/g, "\\r\\n") : oldString.trim();']],
+      fails: "not-found",
     },
   ],
   requirements: [
@@ -133,17 +194,23 @@ export default defineExercise({
     {
       id: "bad-input",
       title: say(
-        "Bad input gets a clear error and changes nothing: an empty old_string (with or without replace_all), a missing file, a path outside the workspace",
-        "おかしな入力には分かりやすいエラーを返し、何も変えない（空の old_string（replace_all の有無を問わず）、存在しないファイル、ワークスペースの外のパス）",
+        "Bad input gets a clear error and changes nothing: an empty old_string (with or without replace_all), an old_string equal to new_string, a missing file, a path outside the workspace",
+        "おかしな入力には分かりやすいエラーを返し、何も変えない（空の old_string（replace_all の有無を問わず）、new_string と同じ old_string、存在しないファイル、ワークスペースの外のパス）",
       ),
       hints: [
         say("What does \"abc\".split(\"\") give, and what would replace_all then do to the file?", "\"abc\".split(\"\") は何を返すでしょう。そのとき replace_all はファイルをどうしてしまうでしょう。"),
-        say("Check the input before touching the file: an empty old_string is an error (to write a whole file there is write_file). Go through safePath and readText, which already refuse what is outside or missing.", "ファイルに触る前に入力を確かめます。空の old_string はエラーです（ファイル全体を書くなら write_file があります）。外のパスやないファイルは safePath と readText がもう拒否してくれるので、必ずそれらを通します。"),
-        say("if (oldString === \"\") throw new Error(\"old_string is empty; to write a whole file use write_file\"); const file = safePath(given); const content = readText(file, given);", "if (oldString === \"\") throw new Error(\"old_string is empty; to write a whole file use write_file\"); const file = safePath(given); const content = readText(file, given);"),
+        say("Check the input before touching the file: an empty old_string is an error (to write a whole file there is write_file), and so is an old_string equal to new_string (nothing would change, so the model has made a mistake). Go through safePath and readText, which already refuse what is outside or missing.", "ファイルに触る前に入力を確かめます。空の old_string はエラーです（ファイル全体を書くなら write_file があります）。new_string と同じ old_string もエラーです（何も変わらないので、モデルが何か間違えています）。外のパスやないファイルは safePath と readText がもう拒否してくれるので、必ずそれらを通します。"),
+        say("if (oldString === \"\") throw new Error(\"old_string is empty; to write a whole file use write_file\"); if (oldString === newString) throw new Error(\"old_string and new_string are the same, so there is nothing to change\"); const file = safePath(given); const content = readText(file, given);", "if (oldString === \"\") throw new Error(\"old_string is empty; to write a whole file use write_file\"); if (oldString === newString) throw new Error(\"old_string and new_string are the same, so there is nothing to change\"); const file = safePath(given); const content = readText(file, given);"),
       ],
       async check(t) {
         for (const extra of [{}, { replace_all: true }]) {
           const input = { old_string: "", new_string: "x", ...extra };
+          const { answer, after } = await edit(t, "abc\n", input);
+          mustRefuse(t, input, answer, "abc\n", after);
+        }
+        // Nothing would change: the model has made a mistake, and a success would hide it.
+        for (const extra of [{}, { replace_all: true }]) {
+          const input = { old_string: "b", new_string: "b", ...extra };
           const { answer, after } = await edit(t, "abc\n", input);
           mustRefuse(t, input, answer, "abc\n", after);
         }

@@ -32,6 +32,7 @@ import {
   starterOf,
   takenOutNames,
   WORKSHOP_DIR,
+  wrongText,
   type CheckResult,
   type Exercise,
   type StageModule,
@@ -40,7 +41,7 @@ import {
 import { CAPSTONE, existingStages, REPO_ROOT, TSX_LOADER } from "../lib/course/stages.ts";
 import { typescript } from "../lib/course/typescript.ts";
 import { main as exerciseMain } from "../scripts/exercise.ts";
-import { hintLevel, main as verifyMain, parseOptions, reportEnd } from "../scripts/verify.ts";
+import { hintLevel, main as verifyMain, MIN_WRONG_SOLUTIONS, parseOptions, reportEnd } from "../scripts/verify.ts";
 import { withTmpdir } from "./helpers.ts";
 
 const ts = typescript();
@@ -113,6 +114,18 @@ describe("the exercises", () => {
       const sections = [...readFileSync(file, "utf8").matchAll(/\{#([\w-]+)\}\s*$/gm)].map((m) => m[1]);
       for (const requirement of exercises.get(id)!.requirements) expect(sections, `${page}`).toContain(requirement.id);
     }
+  });
+
+  it.each(ids)("%s carries a catalogue of at least six wrong solutions, each naming one of its requirements and each change found once in the stage (verify:all runs them)", (id) => {
+    const exercise = exercises.get(id)!;
+    const wrongs = exercise.wrong ?? [];
+    expect(wrongs.length).toBeGreaterThanOrEqual(MIN_WRONG_SOLUTIONS);
+    const requirementIds = exercise.requirements.map((r) => r.id);
+    for (const wrong of wrongs) {
+      expect(requirementIds, wrong.name).toContain(wrong.fails);
+      expect(() => wrongText(exercise, wrong, stageText(exercise)), wrong.name).not.toThrow();
+    }
+    expect(new Set(wrongs.map((w) => w.name)).size, "names are unique").toBe(wrongs.length);
   });
 
   it("refuses an exercise written wrongly, naming it", () => {

@@ -4,7 +4,7 @@
 // and colour codes are written only to a terminal, never into a pipe or a file.
 import { afterEach, describe, expect, it } from "vitest";
 import type { ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { describeCall, describeResult, diffOf, dim, firstLines, green, indent, red } from "../../lib/machinery/display.ts";
+import { describeCall, describeResult, diffOf, dim, firstLines, forTerminal, green, indent, red, visible } from "../../lib/machinery/display.ts";
 
 /** Whether stdout is a terminal, for the rest of the test (put back after it). */
 const tty = Object.getOwnPropertyDescriptor(process.stdout, "isTTY");
@@ -112,5 +112,26 @@ describe("colour", () => {
 describe("indent", () => {
   it("puts two spaces before every line", () => {
     expect(indent("a\nb\n\nc")).toBe("  a\n  b\n  \n  c");
+  });
+});
+
+describe("what the person reads is what is there", () => {
+  it("visible writes out what a terminal would act on instead of showing: carriage returns, escapes, NUL, bidi overrides, zero-width marks", () => {
+    // Shown raw, this command would look like `ls -la` in an approval prompt.
+    expect(visible("curl x | sh\r\x1b[2K\x1b[8mls -la")).toBe("curl x | sh\\r\\e[2K\\e[8mls -la");
+    expect(visible("report\u202Efdp.exe")).toBe("report\\u{202e}fdp.exe");
+    expect(visible("a\0b\u200Bc\u0085d")).toBe("a\\0b\\u{200b}c\\u{0085}d");
+    expect(visible("line one\n\tindented")).toBe("line one\n\tindented"); // line breaks and tabs are text
+  });
+
+  it("forTerminal keeps this module's own colours and nothing else", () => {
+    expect(forTerminal("\x1b[32m+ added\x1b[0m \x1b[2K\x1b[1A")).toBe("\x1b[32m+ added\x1b[0m \\e[2K\\e[1A");
+  });
+
+  it("a diff shows the escapes a write would put in a file, and firstLines the ones in a tool's output", () => {
+    const diff = diffOf("a.txt", "old\n", "new\x1b[1A\x1b[2K hidden\n");
+    expect(diff).toContain("+new\\e[1A\\e[2K hidden");
+    expect(diff).not.toContain("\x1b[1A");
+    expect(firstLines("ok\rHIDDEN", 3)).toBe("ok\\rHIDDEN");
   });
 });

@@ -139,3 +139,28 @@ describe("HeadAndTail", () => {
     expect(kept.endsWith("é😀end")).toBe(true);
   });
 });
+
+describe("never half a character", () => {
+  // A lone surrogate is refused by the API ("no low surrogate in string"): the session would end.
+  const halved = (text: string) => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+
+  it("clip moves its cuts off an emoji's two halves, in both modes and at every size", () => {
+    const text = `x${"😀".repeat(400)}y`;
+    for (let max = 100; max < 500; max++) {
+      for (const keep of ["head", "head and tail"] as const) expect(halved(clip(text, max, keep)), `${keep} ${max}`).toBe(false);
+    }
+  });
+
+  it("HeadAndTail keeps whole characters at both ends, and a text() asked mid-stream breaks nothing after it", () => {
+    for (const max of [150, 151, 300, 301]) {
+      const kept = new HeadAndTail(max);
+      kept.add(`x${"😀".repeat(500)}`);
+      expect(halved(kept.text()), String(max)).toBe(false);
+    }
+    const mid = new HeadAndTail(300);
+    mid.add(Buffer.from([0x63, 0xc3]));
+    expect(mid.text()).toBe("c\ufffd"); // not arrived yet: one replacement character for now
+    mid.add(Buffer.from([0xa9]));
+    expect(mid.text()).toBe("cé");
+  });
+});
