@@ -17,7 +17,7 @@
  *   npx tsx agents/s01_agent_loop.ts            (no key: replays the recorded demo)
  */
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { describeCall, describeResult, dim, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { runCommand } from "../lib/machinery/processes.ts";
 import { optionalInteger, requireString } from "../lib/machinery/validation.ts";
@@ -146,7 +146,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

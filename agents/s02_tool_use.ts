@@ -24,7 +24,7 @@ import { lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { describeCall, describeResult, dim, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { runCommand } from "../lib/machinery/processes.ts";
 import { readText } from "../lib/machinery/safe-read.ts";
@@ -292,7 +292,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

@@ -38,7 +38,7 @@ import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { notPublic } from "../lib/machinery/addresses.ts";
 import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { describeCall, describeResult, dim, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
@@ -636,7 +636,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

@@ -31,7 +31,7 @@ import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { notPublic } from "../lib/machinery/addresses.ts";
 import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { describeCall, describeResult, dim } from "../lib/machinery/display.ts";
+import { describeCall, describeResult, dim, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
@@ -82,8 +82,9 @@ async function askUser(input: Record<string, unknown>): Promise<string> {
   // Waiting for someone who is not there would hang the agent: answer at once instead.
   if (!person.hasPerson) return noOneAnswered(NO_ONE_THERE);
 
-  console.log(`\n${question}`);
-  options.forEach((option, i) => console.log(`  ${i + 1}. ${option}`));
+  // The question and options are the model's words: shown as they are, escapes written out.
+  console.log(`\n${visible(question)}`);
+  options.forEach((option, i) => console.log(`  ${i + 1}. ${visible(option)}`));
   console.log(options.length > 0 ? "  (type a number or your own answer)" : "  (type your answer)");
   while (true) {
     // fresh: a line the person typed before the question appeared stays for the stage's prompt.
@@ -710,7 +711,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

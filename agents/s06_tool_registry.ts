@@ -32,10 +32,10 @@ import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { diffOf, dim, firstLines, forTerminal, indent, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { runCommand } from "../lib/machinery/processes.ts";
-import { NotText, readText } from "../lib/machinery/safe-read.ts";
+import { readText, textForDiff } from "../lib/machinery/safe-read.ts";
 import { schemaCheck } from "../lib/machinery/validation.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
@@ -72,16 +72,10 @@ export const APPROVAL_MODE = (APPROVAL_MODES as readonly string[]).includes(requ
 export type ToolKind = "read" | "edit" | "execute";
 
 /** A tool's answer: what the model reads, and what the person sees (often not the same). */
-export interface ToolResult {
-  llmContent: string;
-  returnDisplay: string;
-}
+export type ToolResult = { llmContent: string; returnDisplay: string };
 
 /** What the person is shown before they say yes or no. */
-export interface Confirmation {
-  title: string;
-  details: string;
-}
+export type Confirmation = { title: string; details: string };
 
 export type Params = Record<string, unknown>;
 
@@ -101,6 +95,8 @@ export interface AgentTool {
   getDescription(params: Params): string;
   /** false when there is nothing to confirm; otherwise what to show the person. */
   shouldConfirmExecute(params: Params, signal: AbortSignal): Promise<Confirmation | false>;
+  /** True when this call changes what the agent itself reads at start (its settings, skills, memory): then it asks in every mode but yolo. */
+  changesTheAgent?(params: Params): boolean;
   /** Do the work. A failure throws an Error whose message the model reads. */
   execute(params: Params, signal: AbortSignal): Promise<ToolResult>;
 }
@@ -155,7 +151,7 @@ export const alwaysAllowed = new Set<string>();
 const ANSWER_KEYS = "y: yes   a: yes, and do not ask again this session   n: no   or type what to do instead";
 
 /** What the approval step asks of a tool (a later stage's own kind of tool has these too). */
-type ApprovedTool = Pick<AgentTool, "name" | "kind" | "shouldConfirmExecute">;
+type ApprovedTool = Pick<AgentTool, "name" | "kind" | "shouldConfirmExecute" | "changesTheAgent">;
 
 // `shown`: what the person saw and approved, so it is not printed a second time.
 export type Verdict = { run: true; shown?: string } | { run: false; why: string };
@@ -168,7 +164,9 @@ export async function approve(tool: ApprovedTool, params: Params, signal: AbortS
   if (APPROVAL_MODE === "plan" && tool.kind !== "read") {
     return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
   }
-  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };
+  // A write to the agent's own settings chooses what it runs at its next start: never a silent yes.
+  const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false);
+  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };
   const confirmation = await tool.shouldConfirmExecute(params, signal);
   if (!confirmation) return { run: true };
   const person = terminal();
@@ -177,14 +175,15 @@ export async function approve(tool: ApprovedTool, params: Params, signal: AbortS
   if (!person.hasPerson) {
     return { run: false, why: `Not run: ${tool.name} needs a person's approval (approval mode ${APPROVAL_MODE}) and no one is at the terminal.` };
   }
-  console.log(`\n${confirmation.title}${asker ? ` (asked by ${asker})` : ""}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
+  // What the person approves is what runs: control characters in it are shown, never obeyed.
+  console.log(`\n${forTerminal(confirmation.title)}${asker ? ` (asked by ${asker})` : ""}\n${indent(forTerminal(confirmation.details))}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
   while (true) {
     const line = await person.ask("allow? ", { fresh: true });
     if (line === null) return { run: false, why: "Not run: the person gave no answer (Ctrl-C or end of input)." };
     const answer = line.trim();
     if (/^(y|yes)$/i.test(answer)) return { run: true, shown: confirmation.details };
     if (/^(a|always)$/i.test(answer)) {
-      alwaysAllowed.add(tool.name);
+      if (!changesTheAgent) alwaysAllowed.add(tool.name); // the agent's own files ask every time
       return { run: true, shown: confirmation.details };
     }
     if (/^(n|no)$/i.test(answer)) return { run: false, why: "Not run: the person said no." };
@@ -229,22 +228,22 @@ function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
 export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   // 1-2. The model asked for a tool by name; the loop hands the call over.
   const failed = (message: string): ToolResultBlockParam => {
-    console.log(dim(indent(clip(message, 2000, "head"))));
+    console.log(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(message, MAX_OUTPUT) };
   };
   // 3. Look the tool up.
   const tool = registry.getTool(call.name);
-  if (!tool) console.log(dim(`> ${call.name}`));
+  if (!tool) console.log(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
   // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
-    console.log(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    console.log(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
   // 5. Describe, in one line, what is about to happen.
-  console.log(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  console.log(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -287,7 +286,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */
@@ -404,6 +403,18 @@ function lexists(file: string): boolean {
   }
 }
 
+/** Whether a write lands in the agent's own files, which it reads at start: .agent/, .mcp.json, .env. */
+export function isAgentFile(given: string): boolean {
+  let relative: string[];
+  try {
+    // Where the write would land, links followed: `docs -> .agent` must not hide .agent/.
+    relative = path.relative(realpathSync(workspace()), safePath(given)).split(path.sep);
+  } catch {
+    return false; // the sandbox refuses the path anyway
+  }
+  return relative[0] === ".agent" || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
+}
+
 /** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
 export const inWorkspace = (): WriteRoot => ({ root: realpathSync(workspace()), isInside });
 // #endregion sandbox
@@ -427,14 +438,15 @@ export const readFileTool = defineTool({
   async execute(params) {
     const given = String(params.path);
     // A FIFO, a device, a binary or a file over 10 MB is refused (lib/machinery/safe-read.ts).
-    const lines = readText(safePath(given), given).split("\n");
+    const text = readText(safePath(given), given);
+    // A final line break ends the last line; it does not start another.
+    const lines = text === "" ? [] : text.replace(/\n$/, "").split("\n");
     const limit = params.limit === undefined ? lines.length : Number(params.limit);
-    const shown = limit >= lines.length ? lines.join("\n") : `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more lines)`;
+    const shown = limit >= lines.length ? text : `${lines.slice(0, limit).join("\n")}\n... (${lines.length - limit} more line${lines.length - limit === 1 ? "" : "s"})`;
     // The model needs the text; the person only needs to know what was read.
     return { llmContent: shown, returnDisplay: `${given}: ${Math.min(limit, lines.length)} of ${lines.length} lines` };
   },
 });
-
 // #endregion read-file
 
 // #region write-file
@@ -453,6 +465,7 @@ export const writeFileTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => String(params.path),
+  changesTheAgent: (params) => isAgentFile(String(params.path)),
   async shouldConfirmExecute(params) {
     const change = proposeWrite(params);
     return { title: `${change.before === undefined ? "Create" : "Overwrite"} ${change.given}?`, details: diffOf(change.given, change.before, change.after) };
@@ -476,19 +489,10 @@ export interface FileChange {
 export function proposeWrite(params: Params): FileChange {
   const given = String(params.path);
   const file = safePath(given);
-  const before = existsSync(file) && !statSync(file).isDirectory() ? oldText(file, given) : undefined;
+  const before = existsSync(file) && !statSync(file).isDirectory() ? textForDiff(file, given) : undefined;
   return { given, file, before, after: String(params.content) };
 }
 
-/** What a file held, for the diff the person sees; a binary or very large one is named, not shown (and may be replaced). */
-function oldText(file: string, given: string): string {
-  try {
-    return readText(file, given);
-  } catch (error) {
-    if (error instanceof NotText) return `(${statSync(file).size} bytes that are not shown: ${error.message})\n`;
-    throw error;
-  }
-}
 // #endregion write-file
 
 // #region edit-file
@@ -510,6 +514,7 @@ export const editFileTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => String(params.path),
+  changesTheAgent: (params) => isAgentFile(String(params.path)),
   async shouldConfirmExecute(params) {
     const change = proposeEdit(params);
     return { title: `Edit ${change.given}?`, details: diffOf(change.given, change.before, change.after) };

@@ -29,7 +29,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
-import { dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip } from "../lib/machinery/head-and-tail.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
@@ -125,7 +125,7 @@ const figuresOf = (spent: Spent) =>
  * approval and Ctrl-C apply. A failure throws, with the figures: runTool makes it an is_error.
  */
 async function runChild(description: string, prompt: string, signal: AbortSignal): Promise<{ answer: string; figures: string }> {
-  const label = description.replace(/\s+/g, " ").slice(0, 30);
+  const label = visible(description.replace(/\s+/g, " ").slice(0, 30)); // shown on every line it prints
   const spent: Spent = { calls: 0, toolCalls: 0, input: 0, output: 0 };
   const messages: MessageParam[] = [{ role: "user", content: prompt }];
   return childRun.run({ label }, async () => {
@@ -139,7 +139,7 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.input += response.usage?.input_tokens ?? 0;
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
-        for (const block of response.content) if (block.type === "text") show(block.text);
+        for (const block of response.content) if (block.type === "text") show(visible(block.text));
         // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
         if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
         if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
@@ -253,22 +253,22 @@ function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
 export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   // 1-2. The model asked for a tool by name; the loop hands the call over.
   const failed = (message: string): ToolResultBlockParam => {
-    show(dim(indent(clip(message, 2000, "head"))));
+    show(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(message, MAX_OUTPUT) };
   };
   // 3. Look the tool up.
   const tool = registry.getTool(call.name);
-  if (!tool) show(dim(`> ${call.name}`));
+  if (!tool) show(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
   // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
-    show(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    show(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
   // 5. Describe, in one line, what is about to happen.
-  show(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -311,7 +311,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

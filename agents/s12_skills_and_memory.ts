@@ -36,7 +36,7 @@ import os from "node:os";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { writeAtomically } from "../lib/machinery/atomic-write.ts";
-import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { diffOf, dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip } from "../lib/machinery/head-and-tail.ts";
 import { readText } from "../lib/machinery/safe-read.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
@@ -249,6 +249,8 @@ const saveMemoryTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => `${asFact(String(params.fact))}${params.scope === "global" ? ` (into ${GLOBAL_MEMORY})` : ""}`,
+  // The global file is read into every session in every project: it asks even in auto-edit.
+  changesTheAgent: (params) => params.scope === "global",
   async shouldConfirmExecute(params) {
     const change = proposeMemory(params);
     return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change.given, change.before, change.after) };
@@ -351,22 +353,22 @@ function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
 export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   // 1-2. The model asked for a tool by name; the loop hands the call over.
   const failed = (message: string): ToolResultBlockParam => {
-    console.log(dim(indent(clip(message, 2000, "head"))));
+    console.log(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(message, MAX_OUTPUT) };
   };
   // 3. Look the tool up.
   const tool = registry.getTool(call.name);
-  if (!tool) console.log(dim(`> ${call.name}`));
+  if (!tool) console.log(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
   // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
-    console.log(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    console.log(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
   // 5. Describe, in one line, what is about to happen.
-  console.log(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  console.log(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -409,7 +411,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */

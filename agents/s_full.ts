@@ -56,12 +56,12 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import type { ErrorObject } from "ajv";
 import { notPublic } from "../lib/machinery/addresses.ts";
 import { inFolder, writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
-import { diffOf, dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { diffOf, dim, firstLines, forTerminal, indent, visible } from "../lib/machinery/display.ts";
 import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
-import { MAX_FILE_BYTES, NotText, readPage, readText } from "../lib/machinery/safe-read.ts";
+import { MAX_FILE_BYTES, readPage, readText, textForDiff } from "../lib/machinery/safe-read.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
@@ -153,6 +153,8 @@ interface AgentTool {
   getDescription(params: Params): string;
   /** false when there is nothing to confirm; otherwise what to show the person. */
   shouldConfirmExecute(params: Params, signal: AbortSignal): Promise<Confirmation | false>;
+  /** True when this call changes what the agent itself reads at start (its settings, skills, memory): then it asks in every mode but yolo. */
+  changesTheAgent?(params: Params): boolean;
   /**
    * Do the work. A failure throws an Error whose message the model reads. `callId` is the
    * tool_use id: a tool that saves its output as it arrives (bash) names the file after it.
@@ -435,6 +437,18 @@ function lexists(file: string): boolean {
   }
 }
 
+/** Whether a write lands in the agent's own files, which it reads at start: .agent/, .mcp.json, .env. */
+function isAgentFile(given: string): boolean {
+  let relative: string[];
+  try {
+    // Where the write would land, links followed: `docs -> .agent` must not hide .agent/.
+    relative = path.relative(realpathSync(workspace()), safePath(given)).split(path.sep);
+  } catch {
+    return false; // the sandbox refuses the path anyway
+  }
+  return relative[0] === ".agent" || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
+}
+
 /** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
 const inWorkspace = (): WriteRoot => ({ root: realpathSync(workspace()), isInside });
 // #endregion sandbox
@@ -492,6 +506,7 @@ const writeFileTool = defineTool({
   name: "write_file",
   displayName: "WriteFile",
   kind: "edit",
+  changesTheAgent: (params) => isAgentFile(String(params.path)),
   description: "Create or overwrite a file in the workspace with the given content. Missing folders are created.",
   parameterSchema: {
     type: "object",
@@ -526,19 +541,10 @@ interface FileChange {
 function proposeWrite(params: Params): FileChange {
   const given = String(params.path);
   const file = safePath(given);
-  const before = existsSync(file) && !statSync(file).isDirectory() ? oldText(file, given) : undefined;
+  const before = existsSync(file) && !statSync(file).isDirectory() ? textForDiff(file, given) : undefined;
   return { given, file, before, after: String(params.content) };
 }
 
-/** What a file held, for the diff the person sees; a binary or very large one is named, not shown (and may be replaced). */
-function oldText(file: string, given: string): string {
-  try {
-    return readText(file, given);
-  } catch (error) {
-    if (error instanceof NotText) return `(${statSync(file).size} bytes that are not shown: ${error.message})\n`;
-    throw error;
-  }
-}
 // #endregion write-file
 
 // #region edit-file
@@ -546,6 +552,7 @@ const editFileTool = defineTool({
   name: "edit_file",
   displayName: "Edit",
   kind: "edit",
+  changesTheAgent: (params) => isAgentFile(String(params.path)),
   description:
     "Replace old_string with new_string in a file. old_string must match exactly, indentation included, and occur once: if it occurs more often, include more surrounding lines, or set replace_all.",
   parameterSchema: {
@@ -1021,8 +1028,9 @@ async function askUser(input: Record<string, unknown>): Promise<string> {
   // Waiting for someone who is not there would hang the agent: answer at once instead.
   if (!person.hasPerson) return noOneAnswered(NO_ONE_THERE);
 
-  console.log(`\n${question}`);
-  options.forEach((option, i) => console.log(`  ${i + 1}. ${option}`));
+  // The question and options are the model's words: shown as they are, escapes written out.
+  console.log(`\n${visible(question)}`);
+  options.forEach((option, i) => console.log(`  ${i + 1}. ${visible(option)}`));
   console.log(options.length > 0 ? "  (type a number or your own answer)" : "  (type your answer)");
   while (true) {
     // fresh: a line the person typed before the question appeared stays for the stage's prompt.
@@ -1704,7 +1712,7 @@ const figuresOf = (spent: Spent) =>
  * approval and Ctrl-C apply. A failure throws, with the figures: runTool makes it an is_error.
  */
 async function runChild(description: string, prompt: string, signal: AbortSignal): Promise<{ answer: string; figures: string }> {
-  const label = description.replace(/\s+/g, " ").slice(0, 30);
+  const label = visible(description.replace(/\s+/g, " ").slice(0, 30)); // shown on every line it prints
   const spent: Spent = { calls: 0, toolCalls: 0, input: 0, output: 0 };
   const messages: MessageParam[] = [{ role: "user", content: prompt }];
   return childRun.run({ label }, async () => {
@@ -1718,7 +1726,7 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.input += response.usage?.input_tokens ?? 0;
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
-        for (const block of response.content) if (block.type === "text") show(block.text);
+        for (const block of response.content) if (block.type === "text") show(visible(block.text));
         // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
         if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
         if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
@@ -2159,6 +2167,8 @@ const saveMemoryTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => `${asFact(String(params.fact))}${params.scope === "global" ? ` (into ${GLOBAL_MEMORY})` : ""}`,
+  // The global file is read into every session in every project: it asks even in auto-edit.
+  changesTheAgent: (params) => params.scope === "global",
   async shouldConfirmExecute(params) {
     const change = proposeMemory(params);
     return change.known === undefined && { title: `Save to memory (${change.given})?`, details: diffOf(change.given, change.before, change.after) };
@@ -2249,7 +2259,9 @@ async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Pr
   if (APPROVAL_MODE === "plan" && tool.kind !== "read") {
     return { run: false, why: `Not run: the agent is in plan mode, where it may read but not change files or run commands. Describe the change instead.` };
   }
-  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };
+  // A write to the agent's own settings chooses what it runs at its next start: never a silent yes.
+  const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false);
+  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };
   const first = await tool.shouldConfirmExecute(params, signal);
   if (!first) return { run: true };
   const person = terminal();
@@ -2262,19 +2274,21 @@ async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Pr
   // question at a time: each waits for the one before to be answered.
   const done = await turnToAsk();
   try {
-    if (alwaysAllowed.has(tool.name)) return { run: true }; // allowed for good while this one waited
+    if (!changesTheAgent && alwaysAllowed.has(tool.name)) return { run: true }; // allowed for good while this one waited
     // Worked out again now that it is this question's turn: an answer before it may have changed the file the diff shows.
     const confirmation = (await tool.shouldConfirmExecute(params, signal)) || first;
     const child = childRun.getStore();
     const asker = child ? ` (asked by the subagent [${child.label}])` : "";
-    console.log(`\n${confirmation.title}${asker}\n${indent(confirmation.details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
+    // What the person approves is what runs: control characters in it are shown, never obeyed.
+    const [title, details] = [forTerminal(confirmation.title), forTerminal(confirmation.details)];
+    console.log(`\n${title}${asker}\n${indent(details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
     while (true) {
       const line = await person.ask("allow? ", { fresh: true });
       if (line === null) return { run: false, why: "Not run: the person gave no answer (Ctrl-C or end of input)." };
       const answer = line.trim();
       if (/^(y|yes)$/i.test(answer)) return { run: true, shown: confirmation.details };
       if (/^(a|always)$/i.test(answer)) {
-        alwaysAllowed.add(tool.name);
+        if (!changesTheAgent) alwaysAllowed.add(tool.name); // the agent's own files ask every time
         return { run: true, shown: confirmation.details };
       }
       if (/^(n|no)$/i.test(answer)) return { run: false, why: "Not run: the person said no." };
@@ -2338,22 +2352,22 @@ function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
 export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   // 1-2. The model asked for a tool by name; the loop hands the call over.
   const failed = (message: string): ToolResultBlockParam => {
-    show(dim(indent(clip(message, 2000, "head"))));
+    show(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: resultFor(call.id, message) };
   };
   // 3. Look the tool up.
   const tool = registry.getTool(call.name);
-  if (!tool) show(dim(`> ${call.name}`));
+  if (!tool) show(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
   // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
-    show(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    show(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
   // 5. Describe, in one line, what is about to happen.
-  show(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -2445,7 +2459,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
   showContext(response.usage); // s07: how full the context is, after every reply
 }
 

@@ -111,8 +111,8 @@ export default defineExercise({
       function: "approve",
       helpers: ["mustAsk"],
       task: say(
-        "decide whether the call may run: plan mode refuses edits and commands; reading never asks; default asks before edits and commands, auto-edit only before commands, yolo never; ask the person (y, a, n, or their own words) and refuse at once when no one is at the terminal.",
-        "呼び出しを実行してよいかを決めます。plan モードは編集とコマンドを拒否し、読むだけなら尋ねません。default は編集とコマンドの前に、auto-edit はコマンドの前だけ尋ね、yolo は尋ねません。人に尋ね（y、a、n、または自分の言葉）、端末に誰もいなければすぐに拒否します。",
+        "decide whether the call may run: plan mode refuses edits and commands; reading never asks; default asks before edits and commands, auto-edit only before commands, yolo never; a change to the agent's own files (changesTheAgent) asks in every mode but yolo, and \"a\" does not cover it; ask the person (y, a, n, or their own words) and refuse at once when no one is at the terminal.",
+        "呼び出しを実行してよいかを決めます。plan モードは編集とコマンドを拒否し、読むだけなら尋ねません。default は編集とコマンドの前に、auto-edit はコマンドの前だけ尋ね、yolo は尋ねません。エージェント自身のファイルを変える呼び出し（changesTheAgent）は yolo 以外のすべてのモードで尋ね、「a」もそれには及びません。人に尋ね（y、a、n、または自分の言葉）、端末に誰もいなければすぐに拒否します。",
       ),
     },
   ],
@@ -125,7 +125,7 @@ export default defineExercise({
     },
     {
       name: "no person: every call refused, reading too",
-      change: [["  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };", '  if (!terminal().hasPerson) return { run: false, why: "Not run: no one is at the terminal." };\n  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };']],
+      change: [["  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };", '  if (!terminal().hasPerson) return { run: false, why: "Not run: no one is at the terminal." };\n  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };']],
       fails: "no-one-there",
     },
     {
@@ -150,18 +150,33 @@ export default defineExercise({
     },
     {
       name: "no person: every edit refused before the mode is asked, yolo too",
-      change: [["  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };", '  if (tool.kind !== "read" && !terminal().hasPerson) return { run: false, why: "Not run: no one is at the terminal." };\n  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };']],
+      change: [["  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };", '  if (tool.kind !== "read" && !terminal().hasPerson) return { run: false, why: "Not run: no one is at the terminal." };\n  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };']],
       fails: "yolo",
     },
     {
       name: '"a" (always) never remembered: the next call asks again',
-      change: [["      alwaysAllowed.add(tool.name);\n", ""]],
+      change: [["      if (!changesTheAgent) alwaysAllowed.add(tool.name); // the agent's own files ask every time\n", ""]],
       fails: "always",
     },
     {
       name: '"a" (always) remembered for every tool, not the one it answered',
-      change: [["  if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true };", "  if (!mustAsk(tool) || alwaysAllowed.size > 0) return { run: true };"]],
+      change: [["  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };", "  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.size > 0)) return { run: true };"]],
       fails: "always",
+    },
+    {
+      name: "the agent's own files treated like any file: auto-edit writes .agent/settings.json without asking",
+      change: [['  const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false);', "  const changesTheAgent = false;"]],
+      fails: "agent-files",
+    },
+    {
+      name: '"a" for the agent\'s own files remembered: the next settings write runs unasked',
+      change: [["      if (!changesTheAgent) alwaysAllowed.add(tool.name); // the agent's own files ask every time", "      alwaysAllowed.add(tool.name);"], ["  if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };", "  if (alwaysAllowed.has(tool.name) || (!changesTheAgent && !mustAsk(tool))) return { run: true };"]],
+      fails: "agent-files",
+    },
+    {
+      name: "the agent's own files ask in yolo too",
+      change: [['  const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false);', "  const changesTheAgent = tool.changesTheAgent?.(params) ?? false;"]],
+      fails: "agent-files",
     },
     {
       name: "the person's own words dropped: the model only hears no",
@@ -299,7 +314,7 @@ export default defineExercise({
       hints: [
         say('"a" means "yes, and do not ask me again about this tool". Where does the agent keep what the person said?', "「a」は「はい。このツールについてはもう聞かないで」という意味です。人が言ったことを、エージェントはどこに覚えておくでしょう。"),
         say("alwaysAllowed is a Set of tool names: add the tool's name when the answer is a, and skip the question when the name is in it. Another tool is not in it, so it still asks.", "alwaysAllowed はツール名の Set です。答えが a ならツール名を足し、名前が入っていれば質問を飛ばします。ほかのツールは入っていないので、今までどおり尋ねます。"),
-        say("if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true }; … if (/^(a|always)$/i.test(answer)) { alwaysAllowed.add(tool.name); return { run: true }; }", "if (!mustAsk(tool) || alwaysAllowed.has(tool.name)) return { run: true }; … if (/^(a|always)$/i.test(answer)) { alwaysAllowed.add(tool.name); return { run: true }; }"),
+        say("if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true }; … if (/^(a|always)$/i.test(answer)) { if (!changesTheAgent) alwaysAllowed.add(tool.name); return { run: true }; }", "if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true }; … if (/^(a|always)$/i.test(answer)) { if (!changesTheAgent) alwaysAllowed.add(tool.name); return { run: true }; }"),
       ],
       async check(t) {
         const stage = await inMode(t, "default");
@@ -388,6 +403,35 @@ export default defineExercise({
         mustRun(t, "bash in yolo mode, with no one at the terminal,", command.result, command.text);
         if (t.read("a.txt") !== "a" || t.read("ran.txt") === undefined) t.fail(say("in yolo mode the write or the command did not happen", "yolo モードで、書き込みかコマンドが実行されませんでした"));
         if (stand.asked() > 0) t.fail(say("in yolo mode a call asked the terminal", "yolo モードで、呼び出しが端末に尋ねました"));
+      },
+    },
+    {
+      id: "agent-files",
+      title: say(
+        "A write to the agent's own files (.agent/, .mcp.json, .env) asks even in auto-edit mode, every time: \"a\" does not cover the next one; yolo still never asks",
+        "エージェント自身のファイル（.agent/、.mcp.json、.env）への書き込みは、auto-edit モードでも毎回尋ねる。「a」と答えても次はまた尋ねる。yolo では今までどおり尋ねない",
+      ),
+      hints: [
+        say("The agent reads .agent/settings.json and .mcp.json when it starts: a write there chooses what it runs next time. Who should agree to that, even in auto-edit?", "エージェントは起動時に .agent/settings.json や .mcp.json を読みます。そこへの書き込みは、次の起動で何を動かすかを決めることになります。auto-edit でも、それに同意すべきなのは誰でしょう。"),
+        say("write_file and edit_file have changesTheAgent(params). When it is true (and the mode is not yolo), skip the mustAsk and alwaysAllowed shortcut, and do not add the tool to alwaysAllowed on \"a\".", "write_file と edit_file には changesTheAgent(params) があります。これが true なら（yolo でなければ）、mustAsk と alwaysAllowed による近道を飛ばし、「a」でも alwaysAllowed に足しません。"),
+        say('const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false); if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };', 'const changesTheAgent = APPROVAL_MODE !== "yolo" && (tool.changesTheAgent?.(params) ?? false); if (!changesTheAgent && (!mustAsk(tool) || alwaysAllowed.has(tool.name))) return { run: true };'),
+      ],
+      async check(t) {
+        const stage = await inMode(t, "auto-edit");
+        const you = person(t, ["a", "n"]);
+        const first = await runTool(t, use("write_file", { path: ".agent/settings.json", content: "{}" }), { stage });
+        if (you.asked() === 0) t.fail(say(`in auto-edit mode write_file(.agent/settings.json) ran without asking (it answered ${quote(first.text)})`, `auto-edit モードで write_file(.agent/settings.json) が尋ねずに動きました（答えは ${quote(first.text)}）`), say("it asks: the agent reads that file when it starts", "尋ねる（エージェントが起動時に読むファイル）"));
+        mustRun(t, 'write_file(.agent/settings.json) after the person\'s "a"', first.result, first.text);
+        const second = await runTool(t, use("write_file", { path: ".mcp.json", content: "{}" }), { stage });
+        if (you.asked() < 2 || t.read(".mcp.json") !== undefined) t.fail(say(`after "a" for write_file(.agent/settings.json), write_file(.mcp.json) ran without asking (it answered ${quote(second.text)})`, `write_file(.agent/settings.json) に「a」と答えたあと、write_file(.mcp.json) が尋ねずに動きました（答えは ${quote(second.text)}）`), say('it asks again ("a" never covers the agent\'s own files), and is refused after the person\'s n', "また尋ね（「a」はエージェント自身のファイルには及ばない）、人の n で拒否される"));
+        const plain = await runTool(t, use("write_file", { path: "notes.txt", content: "n" }), { stage, ms: 1000, late: waitedWithNoOne("write_file(notes.txt) in auto-edit mode") });
+        mustRun(t, "write_file(notes.txt) in auto-edit mode", plain.result, plain.text);
+        if (you.asked() > 2) t.fail(say("in auto-edit mode write_file(notes.txt), an ordinary file, asked the person", "auto-edit モードで、ふつうのファイルへの write_file(notes.txt) が人に尋ねました"));
+        const yolo = await inMode(t, "yolo");
+        const stand = noOne(t);
+        const wild = await runTool(t, use("write_file", { path: ".agent/settings.json", content: "{ }" }), { stage: yolo, ms: 1000, late: waitedWithNoOne("write_file(.agent/settings.json) in yolo mode") });
+        mustRun(t, "write_file(.agent/settings.json) in yolo mode, with no one at the terminal,", wild.result, wild.text);
+        if (stand.asked() > 0) t.fail(say("in yolo mode write_file(.agent/settings.json) asked the terminal", "yolo モードで write_file(.agent/settings.json) が端末に尋ねました"));
       },
     },
     {

@@ -7,10 +7,10 @@
 // a command, and Part I's tools (glob, ls, web_fetch, ask_user) as registry entries.
 // (The shared tests find stages by their sNN_ names, so the header and the no-key run are
 // checked here too.)
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { CAPSTONE } from "../.vitepress/curriculum.ts";
 import { regionsOf } from "../.vitepress/source.ts";
@@ -252,6 +252,29 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(requests[1].messages).toEqual([{ role: "user", content: "Say hello." }]);
     expect(JSON.stringify(requests[2].messages)).toContain("Make room, and ask a helper.");
     expect(JSON.stringify(requests[3].messages)).toContain("Summary: the parent asked for room.");
+  });
+
+  it("auto-edit: writes to the agent's own files ask (a link does not hide them); an ordinary edit does not; the global memory asks (s06, s12)", async () => {
+    vi.stubEnv("APPROVAL_MODE", "auto-edit");
+    vi.resetModules();
+    try {
+      const editing = (await import(FILE)) as Full;
+      const { useTerminal, nobody } = await import("../lib/runtime/terminal.ts");
+      useTerminal(nobody);
+      const call = (name: string, input: object) => ({ type: "tool_use", id: `toolu_${name}`, name, input }) as ToolUseBlock;
+      mkdirSync(".agent");
+      symlinkSync(".agent", "docs");
+      for (const file of [".agent/settings.json", "docs/settings.json", ".mcp.json", ".env"]) {
+        expect(resultText(await editing.runTool(call("write_file", { path: file, content: "{}" }))), file).toMatch(/^Not run: write_file needs a person's approval \(approval mode auto-edit\)/);
+      }
+      expect(readdirSync(".agent")).toEqual([]);
+      expect(resultText(await editing.runTool(call("write_file", { path: "notes.txt", content: "n" })))).toBe("Wrote 1 bytes to notes.txt");
+      expect(resultText(await editing.runTool(call("save_memory", { fact: "Use pnpm." })))).toMatch(/^Saved to \.agent\/MEMORY\.md/);
+      expect(resultText(await editing.runTool(call("save_memory", { fact: "Short answers.", scope: "global" })))).toMatch(/^Not run: save_memory needs a person's approval/);
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
   });
 
   it("keeps any tool's large result whole in a file, not only bash's (s07 in runTool)", async () => {

@@ -201,7 +201,7 @@ describe("s10 a clean context: only the answer comes back", () => {
     expect(plain.filter((line) => line.includes("[count lines]"))).toEqual([
       "  [count lines] Reading a.txt.",
       "  [count lines] > ReadFile a.txt",
-      "  [count lines]   a.txt: 3 of 3 lines",
+      "  [count lines]   a.txt: 2 of 2 lines",
       "  [count lines] a.txt has 2 lines.",
     ]);
     expect(child.every((line) => line.startsWith("\x1b[2m  [count lines]"))).toBe(true); // dimmed

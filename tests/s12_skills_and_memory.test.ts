@@ -479,6 +479,18 @@ describe("s12 save_memory: one fact, one bullet, under one heading", () => {
     expect(text(await planning.runTool(call("save_memory", { fact: "Use tabs." })))).toMatch(/^Not run: the agent is in plan mode/);
     expect(existsSync(".agent")).toBe(false);
   });
+
+  it("auto-edit: the workspace's memory is saved unasked, the global file asks (every project reads it); yolo does not ask", async () => {
+    const editing = await stageIn("auto-edit");
+    editing.term.useTerminal(editing.term.nobody);
+    expect(text(await editing.runTool(call("save_memory", { fact: "Use pnpm." })))).toMatch(/^Saved to \.agent\/MEMORY\.md/);
+    const global = await editing.runTool(call("save_memory", { fact: "I prefer short answers.", scope: "global" }));
+    expect(text(global)).toBe("Not run: save_memory needs a person's approval (approval mode auto-edit) and no one is at the terminal.");
+    expect(existsSync(path.join(home.dir, ".agent"))).toBe(false);
+    const wild = await stageIn("yolo");
+    wild.term.useTerminal(wild.term.nobody);
+    expect(text(await wild.runTool(call("save_memory", { fact: "I prefer short answers.", scope: "global" })))).toMatch(/^Saved to ~\/\.agent\/MEMORY\.md/);
+  });
 });
 
 // ---------------------------------------------------------------------------------------

@@ -150,3 +150,13 @@ export function kindOf(stat: Stats): string {
   if (stat.isSymbolicLink()) return "a symlink";
   return "not a regular file";
 }
+
+/** A file's text for a diff the person reads before it is replaced; a binary or very large one is named, not shown (it may still be replaced). */
+export function textForDiff(file: string, given: string): string {
+  try {
+    return readText(file, given);
+  } catch (error) {
+    if (error instanceof NotText) return `(${statSync(file).size} bytes that are not shown: ${error.message})\n`;
+    throw error;
+  }
+}
