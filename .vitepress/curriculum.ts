@@ -376,7 +376,7 @@ export const MACHINERY: Machinery[] = [
   {
     id: "http-body",
     title: { en: "Response bodies", ja: "レスポンスの本文" },
-    failure: { en: "An endless page or a few kilobytes of gzip fill memory.", ja: "終わらないページや数 KB の gzip がメモリを埋めます。" },
+    failure: { en: "An endless page, or a small compressed one, fills memory.", ja: "終わらないページや、小さな圧縮ページがメモリを埋めます。" },
   },
   {
     id: "display",

@@ -59,6 +59,8 @@ const CARRIERS = [
 // #region not-public
 /** Why `address` is not on the public internet, as "in 10.0.0.0/8 (private)"; undefined when it is public. */
 export function notPublic(address: string): string | undefined {
+  // Only what a resolver returns: a name or `01.02.03.04` here is a caller's mistake.
+  if (isIP(address) === 0) throw new TypeError(`notPublic: ${JSON.stringify(address)} is not an IP address`);
   const number = addressNumber(address);
   if (isIP(address) === 4) return rangeOf(number, NOT_PUBLIC_V4);
   const carrier = CARRIERS.find((range) => inRange(number, range));

@@ -2,9 +2,9 @@
 // charset, and never larger than MAX_BODY_BYTES.
 //
 // What `await response.text()` gets wrong (docs: Under the hood, "Response bodies"): a page
-// that never ends is buffered until memory runs out; a few kilobytes of gzip can stand for
-// gigabytes (a "zip bomb"); a body that is not what its Content-Encoding claims throws an
-// error nobody can read. Here the bytes are counted after decompression, as they come out
+// that never ends is buffered until memory runs out; a few hundred kilobytes of gzip, or a
+// few hundred bytes of brotli, can stand for hundreds of megabytes (a "zip bomb"); a body
+// that is not what its Content-Encoding claims throws an error nobody can read. Here the bytes are counted after decompression, as they come out
 // of it, and the reading stops at the cap; a decoding error names the encoding.
 import type http from "node:http";
 import { pipeline, type Transform } from "node:stream";
@@ -24,8 +24,8 @@ const DECOMPRESSORS: Record<string, () => Transform> = {
 
 /**
  * The body, decompressed as the server says it is, at most MAX_BODY_BYTES. The bytes are
- * counted after decompression and as they come out of it: a few kilobytes of gzip can stand
- * for gigabytes, and a page that never ends is cut off rather than buffered.
+ * counted after decompression and as they come out of it: a few hundred kilobytes of gzip can
+ * stand for hundreds of megabytes, and a page that never ends is cut off rather than buffered.
  */
 export async function readBody(response: http.IncomingMessage): Promise<{ bytes: Buffer; complete: boolean }> {
   const encoding = response.headers["content-encoding"]?.trim().toLowerCase() || "identity";

@@ -66,6 +66,10 @@ const cases = (table: typeof V4) =>
   ]);
 
 describe("notPublic", () => {
+  it.each(["01.02.03.04", "127.000.000.001", "example.com", ""])("refuses %j, which is no IP address, with a clear error (never a stack overflow)", (text) => {
+    expect(() => notPublic(text)).toThrow(`notPublic: ${JSON.stringify(text)} is not an IP address`);
+  });
+
   it.each(cases(V4))("IPv4 %s: %s is %s", (_range, address, why) => {
     expect(notPublic(address)).toBe(why);
   });
