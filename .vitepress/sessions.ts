@@ -11,7 +11,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Lang } from "./curriculum.ts";
 import { TSX_LOADER } from "../lib/course/stages.ts";
 import { presentStages } from "./regions.ts";
-import { checkNotes, compareWithScenario, showSteps, stepsOf, type Note, type ShownStep } from "./transcript.ts";
+import { checkNotes, compareWithScenario, sessionSteps, showSteps, type Note, type SentRequest, type ShownStep } from "./transcript.ts";
 
 export interface CapturedSession {
   id: string;
@@ -25,6 +25,8 @@ export interface CapturedSession {
   turnErrors?: string[];
   requests?: number;
   replies?: number;
+  /** What each request carried, in order: a subagent's and a summary request are shown from these. */
+  sent?: SentRequest[];
   /** The temporary folder the tools worked in (shown as "the workspace"). */
   workspace?: string;
   milliseconds?: number;
@@ -102,18 +104,24 @@ export function sessionProblems(session: CapturedSession, scenario: { prompts: s
 export async function pageSession(root: string, id: string): Promise<PageSession> {
   const session = (await capturedSessions(root))[id];
   if (!session) return { stage: id, missing: `agents/ has no file for ${id}` };
+  return shownSession(root, id, session);
+}
+
+/** A captured session as its page shows it: steps with their notes, the workspace named; throws as pageSession does. */
+export function shownSession(root: string, id: string, session: CapturedSession): PageSession {
   if (session.missing) return { stage: id, missing: session.missing };
   if (session.failed) throw new Error(`The demo of ${id} could not be replayed for its page:\n${session.failed}`);
   const scenario = JSON.parse(readFileSync(path.join(root, "fixtures", id, "demo.json"), "utf8"));
   const problems = sessionProblems(session, scenario);
-  const steps = stepsOf(session.messages ?? []);
+  const { steps, problems: unshown } = sessionSteps(session.messages ?? [], session.sent ?? [], scenario.replies);
+  problems.push(...unshown);
   const notesPath = notesFile(root, id);
   if (existsSync(notesPath)) problems.push(...checkNotes(JSON.parse(readFileSync(notesPath, "utf8")), steps, path.relative(root, notesPath)));
   if (problems.length > 0) throw new Error(`The session of ${id} cannot be shown:\n- ${problems.join("\n- ")}`);
   const workspace = session.workspace ?? "";
   // The temporary folder's name changes at every build; the page calls it what it is.
   const shown = showSteps(steps, readNotes(root, id)).map((step) =>
-    step.kind === "result" && workspace ? { ...step, text: step.text.split(workspace).join("<workspace>") } : step,
+    (step.kind === "result" || step.kind === "summary") && workspace ? { ...step, text: step.text.split(workspace).join("<workspace>") } : step,
   );
   return { stage: id, description: scenario.description, steps: shown };
 }

@@ -7,14 +7,22 @@
 //   { "notes": [ { "at": "toolu_s02_demo_04:result", "en": "…", "ja": "…" } ] }
 // `at` names a step: a tool_use id (its call), a tool_use id + ":result" (its result), or a
 // step number as the view shows it (1 is the first prompt).
-import type { ContentBlock, ContentBlockParam, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
+//
+// A stage may also make requests outside the conversation: a subagent's (s10) and a summary
+// request (s11). The replay saw them, and sessionSteps shows them where they happened.
+import type { ContentBlock, ContentBlockParam, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Lang } from "./curriculum.ts";
 
+/** `by`: the label of the subagent whose own conversation the step is in (not the parent's). */
 export type Step =
-  | { kind: "prompt"; text: string }
-  | { kind: "text"; text: string }
-  | { kind: "call"; id: string; name: string; input: Record<string, unknown> }
-  | { kind: "result"; id: string; name: string; text: string; isError: boolean };
+  | { kind: "prompt"; text: string; by?: string }
+  | { kind: "text"; text: string; by?: string }
+  | { kind: "call"; id: string; name: string; input: Record<string, unknown>; by?: string }
+  | { kind: "result"; id: string; name: string; text: string; isError: boolean; by?: string }
+  // A summary request (s11): how many messages it carried, the instruction that ends it, and
+  // its tool_choice; then the summary the model wrote.
+  | { kind: "summary-request"; messages: number; instruction: string; toolChoice: string }
+  | { kind: "summary"; text: string };
 
 export interface Note {
   at: string | number;
@@ -33,23 +41,116 @@ type Block = ContentBlock | ContentBlockParam;
 
 /** The conversation as numbered steps, in order. */
 export function stepsOf(messages: MessageParam[]): Step[] {
-  const steps: Step[] = [];
   const names = new Map<string, string>();
-  for (const message of messages) {
-    const blocks: Block[] = typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as Block[]);
-    for (const block of blocks) {
-      if (block.type === "text") {
-        if (message.role === "user") steps.push({ kind: "prompt", text: block.text });
-        else if (block.text.trim() !== "") steps.push({ kind: "text", text: block.text });
-      } else if (block.type === "tool_use") {
-        names.set(block.id, block.name);
-        steps.push({ kind: "call", id: block.id, name: block.name, input: (block.input ?? {}) as Record<string, unknown> });
-      } else if (block.type === "tool_result") {
-        steps.push({ kind: "result", id: block.tool_use_id, name: names.get(block.tool_use_id) ?? "?", text: resultText(block), isError: block.is_error === true });
-      }
+  return messages.flatMap((message) => stepsOfMessage(message, names));
+}
+
+/** One message's steps; `names` maps the tool_use ids seen so far to their tools. */
+function stepsOfMessage(message: MessageParam, names: Map<string, string>): Step[] {
+  const steps: Step[] = [];
+  for (const block of blocksOf(message)) {
+    if (block.type === "text") {
+      if (message.role === "user") steps.push({ kind: "prompt", text: block.text });
+      else if (block.text.trim() !== "") steps.push({ kind: "text", text: block.text });
+    } else if (block.type === "tool_use") {
+      names.set(block.id, block.name);
+      steps.push({ kind: "call", id: block.id, name: block.name, input: (block.input ?? {}) as Record<string, unknown> });
+    } else if (block.type === "tool_result") {
+      steps.push({ kind: "result", id: block.tool_use_id, name: names.get(block.tool_use_id) ?? "?", text: resultText(block), isError: block.is_error === true });
     }
   }
   return steps;
+}
+
+const blocksOf = (message: MessageParam): Block[] =>
+  typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as Block[]);
+
+/** What the page needs of a request the model received: what it carried, and whether it let the model call tools. */
+export type SentRequest = Pick<MessageCreateParams, "messages" | "tool_choice">;
+
+/** A subagent the conversation started: the task call, the prompt it was given, its label, its steps. */
+interface Child {
+  call: string;
+  prompt: string;
+  label: string;
+  /** How many messages its latest request carried (0: it has made none yet). */
+  sent: number;
+  names: Map<string, string>;
+  steps: Step[];
+}
+
+/**
+ * The steps a stage page shows: the conversation's, and the requests a stage made outside it,
+ * each where it happened. `requests[i]` is the body of the replay's i-th request and
+ * `replies[i]` what it got. A request whose reply is the conversation's next is the
+ * conversation's. The others:
+ * - a subagent's (s10): its first message is the prompt of a call in the conversation. Its
+ *   replies and the results it sent are shown right after that call, marked with its label
+ *   (what the stage prints on its lines: the description's first 30 characters);
+ * - a summary request (s11): tool_choice none. It and the summary the model wrote are shown
+ *   before the reply that came next, since the harness asks for it just before a request.
+ * Any other is a problem: a page must not hide a request the stage made.
+ */
+export function sessionSteps(messages: MessageParam[], requests: SentRequest[], replies: { content: unknown[] }[]): { steps: Step[]; problems: string[] } {
+  const own = messages.filter((m) => m.role === "assistant");
+  const children: Child[] = stepsOf(messages).flatMap((step) =>
+    step.kind === "call" && typeof step.input.prompt === "string"
+      ? [{ call: step.id, prompt: step.input.prompt.trim(), label: String(step.input.description ?? step.name).replace(/\s+/g, " ").trim().slice(0, 30), sent: 0, names: new Map(), steps: [] }]
+      : [],
+  );
+  const before = new Map<number, Step[]>(); // steps to show before the conversation's reply n
+  const problems: string[] = [];
+  let next = 0; // the conversation's next reply
+  requests.forEach((request, i) => {
+    const reply = replies[i];
+    if (!reply) return; // a request the replay refused: the replay's verdict names it
+    if (next < own.length && JSON.stringify(own[next].content) === JSON.stringify(reply.content)) return void next++;
+    const child = childOf(request, children);
+    if (child) return void child.steps.push(...childSteps(child, request, reply));
+    if (request.tool_choice?.type === "none") {
+      const last = request.messages.at(-1);
+      const instruction = last?.role === "user" ? blocksOf(last).flatMap((b) => (b.type === "text" ? [b.text] : [])).at(-1) ?? "" : "";
+      const text = (reply.content as Block[]).flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n").trim();
+      const asked: Step = { kind: "summary-request", messages: request.messages.length, instruction, toolChoice: request.tool_choice.type };
+      return void before.set(next, [...(before.get(next) ?? []), asked, { kind: "summary", text }]);
+    }
+    problems.push(`request ${i + 1} is neither the conversation's, nor a subagent's, nor a summary request: the page would not show it`);
+  });
+  const steps: Step[] = [];
+  const names = new Map<string, string>();
+  let reply = 0;
+  for (const message of messages) {
+    if (message.role === "assistant") steps.push(...(before.get(reply++) ?? []));
+    for (const step of stepsOfMessage(message, names)) {
+      steps.push(step);
+      if (step.kind === "call") steps.push(...children.filter((c) => c.call === step.id).flatMap((c) => c.steps));
+    }
+  }
+  steps.push(...(before.get(reply) ?? [])); // a summary after the last reply (the request after it failed)
+  return { steps, problems };
+}
+
+/**
+ * The subagent a request is from: one whose prompt is its first message. A first request
+ * (one message) starts the first subagent with that prompt that has not started; a later one
+ * continues the one whose last request was the longest shorter one.
+ */
+function childOf(request: SentRequest, children: Child[]): Child | undefined {
+  const first = request.messages[0];
+  if (first?.role !== "user" || typeof first.content !== "string") return undefined;
+  const same = children.filter((c) => c.prompt === first.content);
+  const length = request.messages.length;
+  const child = length === 1 ? same.find((c) => c.sent === 0) : same.filter((c) => c.sent > 0 && c.sent < length).sort((a, b) => b.sent - a.sent)[0];
+  if (child) child.sent = length;
+  return child;
+}
+
+/** A subagent's request as steps: the results it sent (none in its first), then the reply it got. */
+function childSteps(child: Child, request: SentRequest, reply: { content: unknown[] }): Step[] {
+  const last = request.messages.at(-1)!;
+  const sent = request.messages.length > 1 && last.role === "user" ? stepsOfMessage(last, child.names).filter((s) => s.kind === "result") : [];
+  const got = stepsOfMessage({ role: "assistant", content: reply.content as ContentBlock[] }, child.names);
+  return [...sent, ...got].map((step) => ({ ...step, by: child.label }) as Step);
 }
 
 function resultText(block: ToolResultBlockParam): string {
@@ -63,9 +164,9 @@ function resultText(block: ToolResultBlockParam): string {
  * recorded replies of its turn, each tool call answered by a result (whose text only the real
  * replay knows). Every recorded reply is walked, even after the last prompt's turn seems to
  * end: a stage that makes requests of its own (a subagent's turns in s10, a summary in s11)
- * has replies the main conversation never shows, and only the replay knows which. So this is
- * the steps of a replay that agrees with its fixture, plus perhaps some that are not the main
- * conversation's: it checks notes without running anything, and tests/whole-session.ts checks
+ * has replies that are not the conversation's, and only the replay knows which (sessionSteps
+ * places them). So these are the steps of a replay that agrees with its fixture, perhaps in
+ * another order: it checks notes without running anything, and tests/whole-session.ts checks
  * them exactly, against the real replay.
  */
 export function stepsOfScenario(scenario: { prompts: string[]; replies: { content: unknown[]; stop_reason?: string | null }[] }): Step[] {

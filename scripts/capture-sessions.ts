@@ -33,6 +33,8 @@ export async function captureSession(id: string, file: string): Promise<Captured
       turnErrors: session.turnErrors.map((error) => (error instanceof Error ? error.message : String(error))),
       requests: session.requests.length,
       replies: scenario.replies.length,
+      // Only what the page needs of each request: the system prompt and tools are the stage's.
+      sent: session.requests.map(({ messages, tool_choice }) => ({ messages, tool_choice })),
       workspace,
       milliseconds: Date.now() - started,
     };

@@ -8,14 +8,16 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { captureSession } from "../scripts/capture-sessions.ts";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { loadScenario } from "../lib/course/scenario.ts";
 import { replayScenario, type ReplayableStage } from "../lib/course/session.ts";
 import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages } from "../.vitepress/regions.ts";
-import { sessionProblems } from "../.vitepress/sessions.ts";
+import { sessionProblems, shownSession } from "../.vitepress/sessions.ts";
 import { toolCount } from "../.vitepress/source.ts";
-import { checkNotes, compareWithScenario, showSteps, stepOfNote, stepsOf, type Step } from "../.vitepress/transcript.ts";
+import { checkNotes, compareWithScenario, sessionSteps, showSteps, stepOfNote, stepsOf, type SentRequest, type Step } from "../.vitepress/transcript.ts";
+import { usePrinted } from "./helpers.ts";
 import { checkedElsewhere, expectWholeSession } from "./whole-session.ts";
 
 const withDemo = [...presentStages(REPO_ROOT)].filter(([id]) => existsSync(path.join(REPO_ROOT, "fixtures", id, "demo.json")));
@@ -40,6 +42,55 @@ describe.each(withDemo)("the %s session", (id, file) => {
   it.runIf(counted !== undefined)("gives the page the number of tools the stage really gives the model", async () => {
     const { TOOLS } = await stageModule();
     expect(counted, `${id}: the tool figure`).toBe(TOOLS?.length);
+  });
+});
+
+// What a stage does outside its conversation is part of the session a page shows: s11's
+// summary request and the summary, s10's subagent. Captured as the docs build captures them.
+describe("the steps a page shows outside the conversation", () => {
+  usePrinted(); // what the stages print during the capture
+  const pageOf = async (id: string) => {
+    const session = await captureSession(id, presentStages(REPO_ROOT).get(id)!);
+    return { steps: shownSession(REPO_ROOT, id, session).steps ?? [], conversation: stepsOf(session.messages ?? []) };
+  };
+  const named = (s: Step) => ("id" in s ? `${s.kind} ${s.id}` : s.kind);
+  const at = (steps: Step[], kind: Step["kind"], id: string) => steps.findIndex((s) => s.kind === kind && "id" in s && s.id === id);
+
+  it("s11: the summary request, then the summary the model wrote, between the fix's result and the next reply", async () => {
+    try {
+      const { steps, conversation } = await pageOf("s11");
+      const fixed = at(steps, "result", "toolu_s11_demo_07");
+      const [asked, summary, after] = steps.slice(fixed + 1, fixed + 4);
+      expect(asked).toMatchObject({ kind: "summary-request", messages: 9, toolChoice: "none", instruction: expect.stringMatching(/^Summarise the conversation so far/) });
+      const written = (loadScenario("s11").replies[4].content[0] as { text: string }).text;
+      expect(summary).toMatchObject({ kind: "summary", text: written });
+      expect(after).toMatchObject({ kind: "text", text: "Checking the fix with the report and the tests:" });
+      expect(steps.filter((s) => s.kind === "summary-request")).toHaveLength(1);
+      expect(steps.filter((s) => s.kind !== "summary-request" && s.kind !== "summary").map(named)).toEqual(conversation.map(named));
+    } finally {
+      // The replay set the demo's compaction threshold: back to the stage's own.
+      const stage = (await import(pathToFileURL(path.join(REPO_ROOT, "agents", presentStages(REPO_ROOT).get("s11")!)).href)) as ReplayableStage;
+      await stage.prepareReplay?.({ description: "", prompts: [], replies: [] });
+    }
+  });
+
+  it("s10: the subagent's replies and the results it sent, under its task call, marked with its label", async () => {
+    const { steps, conversation } = await pageOf("s10");
+    const task = at(steps, "call", "toolu_s10_demo_01");
+    const returned = at(steps, "result", "toolu_s10_demo_01");
+    const child = steps.slice(task + 1, returned);
+    expect(child.map((s) => [s.kind, "by" in s ? s.by : undefined, "id" in s ? s.id : undefined])).toEqual([
+      ["text", "survey src/", undefined],
+      ["call", "survey src/", "toolu_s10_demo_02"],
+      ["result", "survey src/", "toolu_s10_demo_02"],
+      ["text", "survey src/", undefined],
+      ...[3, 4, 5].map((n) => ["call", "survey src/", `toolu_s10_demo_0${n}`]),
+      ...[3, 4, 5].map((n) => ["result", "survey src/", `toolu_s10_demo_0${n}`]),
+      ["text", "survey src/", undefined],
+    ]);
+    expect(child[2]).toMatchObject({ name: "bash", text: "cart.js\nprices.js\nreceipt.js\n" });
+    // The parent's own steps carry no label.
+    expect(steps.filter((s) => !("by" in s && s.by)).map(named)).toEqual(conversation.map(named));
   });
 });
 
@@ -116,6 +167,81 @@ describe("a session as steps", () => {
     const shown = showSteps(stepsOf(conversation), [{ at: "toolu_1:result", en: "empty", ja: "空" }]);
     expect(shown[4].notes).toEqual([{ en: "empty", ja: "空" }]);
     expect(shown.filter((s) => s.notes.length > 0).map((s) => s.n)).toEqual([5]);
+  });
+});
+
+describe("requests outside the conversation, as steps", () => {
+  // A parent that starts a subagent, whose two requests come between the parent's; then a
+  // summary request before the parent's last reply.
+  const parent: MessageParam[] = [
+    { role: "user", content: "survey" },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_t", name: "task", input: { description: "look\n around", prompt: " list files " } }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_t", content: "a, b" }] },
+    { role: "assistant", content: [{ type: "text", text: "Done." }] },
+  ];
+  const childAsks: MessageParam = { role: "assistant", content: [{ type: "tool_use", id: "toolu_c", name: "bash", input: { command: "ls" } }] };
+  const childResult: MessageParam = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_c", content: "a\nb" }] };
+  const summarise: MessageParam = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_t", content: "a, b" }, { type: "text", text: "Summarise." }] };
+  const requests: SentRequest[] = [
+    { messages: parent.slice(0, 1) },
+    { messages: [{ role: "user", content: "list files" }] },
+    { messages: [{ role: "user", content: "list files" }, childAsks, childResult] },
+    { messages: [...parent.slice(0, 2), summarise], tool_choice: { type: "none" } },
+    { messages: parent.slice(0, 3) },
+  ];
+  const replies = [parent[1], childAsks, { role: "assistant", content: [{ type: "text", text: "a, b" }] }, { content: [{ type: "text", text: "They listed files." }] }, parent[3]].map(
+    (m) => ({ content: m.content as unknown[] }),
+  );
+
+  it("shows a subagent's steps under its call, with its label, and a summary request before the reply after it", () => {
+    const { steps, problems } = sessionSteps(parent, requests, replies);
+    expect(problems).toEqual([]);
+    expect(steps).toEqual([
+      { kind: "prompt", text: "survey" },
+      { kind: "call", id: "toolu_t", name: "task", input: { description: "look\n around", prompt: " list files " } },
+      { kind: "call", id: "toolu_c", name: "bash", input: { command: "ls" }, by: "look around" },
+      { kind: "result", id: "toolu_c", name: "bash", text: "a\nb", isError: false, by: "look around" },
+      { kind: "text", text: "a, b", by: "look around" },
+      { kind: "result", id: "toolu_t", name: "task", text: "a, b", isError: false },
+      { kind: "summary-request", messages: 3, instruction: "Summarise.", toolChoice: "none" },
+      { kind: "summary", text: "They listed files." },
+      { kind: "text", text: "Done." },
+    ]);
+    // A note may point at a subagent's call.
+    expect(stepOfNote("toolu_c:result", steps)).toBe(4);
+  });
+
+  it("names a request it cannot place, rather than leave it out", () => {
+    const title: SentRequest = { messages: [{ role: "user", content: "A title for this session?" }] };
+    const { problems } = sessionSteps(parent, [...requests, title], [...replies, { content: [{ type: "text", text: "Survey" }] }]);
+    expect(problems).toEqual(["request 6 is neither the conversation's, nor a subagent's, nor a summary request: the page would not show it"]);
+  });
+
+  it("tells two subagents with the same prompt apart by their requests", () => {
+    const twice: MessageParam[] = [
+      parent[0],
+      { role: "assistant", content: (["toolu_1", "toolu_2"] as const).map((id) => ({ type: "tool_use" as const, id, name: "task", input: { description: id, prompt: "list files" } })) },
+    ];
+    const child = (id: string): SentRequest[] => [
+      { messages: [{ role: "user", content: "list files" }] },
+      { messages: [{ role: "user", content: "list files" }, { role: "assistant", content: [{ type: "tool_use", id, name: "bash", input: {} }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: id }] }] },
+    ];
+    const [a, b] = [child("toolu_a"), child("toolu_b")];
+    const asks = (id: string) => ({ content: [{ type: "tool_use", id, name: "bash", input: {} }] });
+    const ends = (text: string) => ({ content: [{ type: "text", text }] });
+    // Side by side: both start, then each goes on.
+    const { steps } = sessionSteps(twice, [{ messages: [parent[0]] }, a[0], b[0], a[1], b[1]], [{ content: twice[1].content as unknown[] }, asks("toolu_a"), asks("toolu_b"), ends("A"), ends("B")]);
+    expect(steps.map((s) => `${s.kind}${"id" in s ? ` ${s.id}` : ""}${"by" in s && s.by ? ` [${s.by}]` : ""}`)).toEqual([
+      "prompt",
+      "call toolu_1",
+      "call toolu_a [toolu_1]",
+      "result toolu_a [toolu_1]",
+      "text [toolu_1]",
+      "call toolu_2",
+      "call toolu_b [toolu_2]",
+      "result toolu_b [toolu_2]",
+      "text [toolu_2]",
+    ]);
   });
 });
 

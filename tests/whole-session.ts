@@ -10,12 +10,13 @@ import type { ReplayedSession } from "../lib/course/session.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
 import { REPO_ROOT } from "../lib/course/stages.ts";
 import { notesFile } from "../.vitepress/sessions.ts";
-import { checkNotes, compareWithScenario, stepsOf } from "../.vitepress/transcript.ts";
+import { checkNotes, compareWithScenario, sessionSteps, stepsOf } from "../.vitepress/transcript.ts";
 
 /**
  * The replay of stage `id`'s demo went as recorded: no problem, no failed turn, every reply
  * used; the capture holds the fixture's prompts, replies and tool calls, each call with its
- * one result; and every session note is attached to a step that exists.
+ * one result; every request outside the conversation (a subagent's, a summary request) is
+ * shown as steps; and every session note is attached to a step that exists.
  */
 export function expectWholeSession(id: string, session: ReplayedSession, scenario: Scenario): void {
   const { problems, turnErrors, requests, messages } = session;
@@ -36,8 +37,10 @@ export function expectWholeSession(id: string, session: ReplayedSession, scenari
   }
   expect(steps.filter((s) => s.kind === "prompt").map((s) => (s as { text: string }).text)).toEqual(scenario.prompts);
 
+  const shown = sessionSteps(messages, requests, scenario.replies);
+  expect(shown.problems, `${id}: requests the page would not show`).toEqual([]);
   const notes = notesFile(REPO_ROOT, id);
-  if (existsSync(notes)) expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), steps, path.relative(REPO_ROOT, notes))).toEqual([]);
+  if (existsSync(notes)) expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), shown.steps, path.relative(REPO_ROOT, notes))).toEqual([]);
 }
 
 /**
