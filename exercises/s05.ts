@@ -109,7 +109,7 @@ export default defineExercise({
     },
     {
       name: "the options shown without their numbers",
-      change: [["options.forEach((option, i) => console.log(`  ${i + 1}. ${option}`));", "options.forEach((option) => console.log(`  - ${option}`));"]],
+      change: [["options.forEach((option, i) => console.log(`  ${i + 1}. ${visible(option)}`));", "options.forEach((option) => console.log(`  - ${visible(option)}`));"]],
       fails: "shows-question",
     },
   ],
