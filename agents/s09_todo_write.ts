@@ -76,8 +76,12 @@ const TODO_RULES: { rule: string; broken: (list: Todo[]) => string | undefined }
   {
     rule: "ids unique",
     broken: (list) => {
-      const again = list.find((item, i) => list.findIndex((other) => other.id === item.id) !== i);
-      return again && `the id "${again.id}" is used more than once`;
+      const seen = new Set<string>(); // one pass: the time grows with the list, not with its square
+      for (const item of list) {
+        if (seen.has(item.id)) return `the id "${item.id}" is used more than once`;
+        seen.add(item.id);
+      }
+      return undefined;
     },
   },
   {
@@ -129,8 +133,10 @@ const todoWriteTool = defineTool({
   },
   getDescription: (params) => summary(params.todos as Todo[]),
   async execute(params) {
-    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));
-    const broken = TODO_RULES.flatMap(({ rule, broken }) => {
+    const list = params.todos as Todo[];
+    // The length first, alone: a list over the limit is refused before any work on its items.
+    const rules = list.length > MAX_TODOS ? TODO_RULES.slice(0, 1) : TODO_RULES;
+    const broken = rules.flatMap(({ rule, broken }) => {
       const how = broken(list);
       return how ? [`"${rule}" (${how})`] : [];
     });
@@ -138,7 +144,7 @@ const todoWriteTool = defineTool({
     if (broken.length > 0) {
       throw new Error(`the list was refused: it breaks the rule ${broken.join(" and the rule ")}. The list is unchanged:\n${checklist(todos, { ids: true })}`);
     }
-    todos = list;
+    todos = list.map(({ id, content, status }) => ({ id, content, status }));
     // The person reads the plan; the model, which wrote it, needs only to know it was kept.
     return { llmContent: todos.length === 0 ? "Todo list cleared." : `Todo list saved: ${summary(todos)}.`, returnDisplay: checklist(todos) };
   },

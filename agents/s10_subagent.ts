@@ -11,12 +11,13 @@
  *   |   model -> tool_use -> runTools -> tool_result -> model -> ...   |
  *   |   tools: bash, read_file, write_file, edit_file   (no task)      |
  *   |   the same runTool: approval, Ctrl-C; steps shown indented, dim  |
- *   |   at most 30 model calls            --over / failed--> is_error  |
+ *   |   at most 30 model calls  --over / cut off / failed--> is_error  |
  *   +------------------------------------------------------------------+
  *      |   only its last answer, and one line of figures
  *      v
  *   parent: tool_result "- src/cart.js: ... [subagent: 3 model calls, ...]"
- *   tasks in one reply run at the same time; results go back in call order
+ *   tasks in one reply run at the same time, 4 at most (the rest wait their turn);
+ *   results go back in call order
  *
  * New since s06: a `task` tool that runs a subagent (region `subagent`, first after the
  * config); each line a tool prints goes through `show`, which indents a subagent's (in
@@ -28,6 +29,7 @@
  *   npx tsx agents/s10_subagent.ts --approval-mode auto-edit
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { EventEmitter, once } from "node:events";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip } from "../lib/machinery/head-and-tail.ts";
@@ -66,6 +68,7 @@ const systemPrompt = () =>
 // call. Only its last answer comes back; the files it read and the commands it ran stay in its
 // messages, which are dropped when it ends.
 const CHILD_MAX_CALLS = 30;
+const MAX_CHILDREN_AT_ONCE = 4; // subagents running at the same time, at most: more tasks wait for a place
 
 /** The subagent whose code is running now, if any: its steps are shown under its label. */
 const childRun = new AsyncLocalStorage<{ label: string }>();
@@ -88,7 +91,7 @@ const taskTool = defineTool({
   description:
     "Hand a side task to a subagent: it starts with a fresh context (none of this conversation), has bash, read_file, write_file and edit_file, " +
     `works through up to ${CHILD_MAX_CALLS} model calls, and returns only its final answer. Use it for work that takes much reading, so that reading does not fill your context. ` +
-    "The prompt must say everything the subagent needs: it knows nothing else. Several task calls in one reply run at the same time.",
+    `The prompt must say everything the subagent needs: it knows nothing else. Several task calls in one reply run at the same time, ${MAX_CHILDREN_AT_ONCE} at most; the others wait their turn.`,
   parameterSchema: {
     type: "object",
     properties: {
@@ -102,10 +105,25 @@ const taskTool = defineTool({
   async execute(params, signal) {
     const [description, prompt] = [String(params.description).trim(), String(params.prompt).trim()];
     if (!description || !prompt) throw new Error(`the ${description ? "prompt" : "description"} is empty: say what the subagent should do`);
-    const { answer, figures } = await runChild(description, prompt, signal);
+    await takePlace(signal);
+    const { answer, figures } = await runChild(description, prompt, signal).finally(leavePlace);
     return { llmContent: `${answer}\n\n[${figures}]`, returnDisplay: figures };
   },
 });
+
+// Sixty tasks in one reply would be sixty model calls at once, which a provider meets with rate
+// limits. So a task waits for a place; a place freed wakes the waiting tasks, which check again
+// in the order they came. Ctrl-C ends a wait: `once` rejects when the signal aborts.
+let childrenRunning = 0;
+const placeFreed = new EventEmitter().setMaxListeners(0); // one listener per waiting task
+async function takePlace(signal: AbortSignal): Promise<void> {
+  while (childrenRunning >= MAX_CHILDREN_AT_ONCE) await once(placeFreed, "freed", { signal });
+  childrenRunning += 1;
+}
+function leavePlace(): void {
+  childrenRunning -= 1;
+  placeFreed.emit("freed");
+}
 
 /** What a subagent spent, for the line the parent and the person see. */
 interface Spent {
@@ -140,11 +158,11 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
         for (const block of response.content) if (block.type === "text") show(visible(block.text));
-        // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
-        if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
-        if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
-        // Its calls would run, but it could never read their results.
+        if (response.stop_reason !== "tool_use" && response.stop_reason !== "pause_turn") return { answer: lastAnswer(response), figures: figuresOf(spent) };
+        // It asked to go on (its tools, or a server tool at work), but it could never read what comes next.
         if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);
+        // A server tool at work: sent back as it is, the reply goes on.
+        if (response.stop_reason === "pause_turn") continue;
         const results = await runChildTools(response.content);
         spent.toolCalls += results.length;
         messages.push({ role: "user", content: results });
@@ -158,9 +176,10 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
   });
 }
 
-/** The subagent's answer: the text of its last reply, when that reply is a normal ending. */
+/** The subagent's answer: the text of its last reply, when that reply is a normal ending (one cut off is none). */
 function lastAnswer(response: Message): string {
   if (response.stop_reason === "max_tokens") throw new Error(`its last reply was cut off at ${MAX_TOKENS} tokens`);
+  if (response.stop_reason === "model_context_window_exceeded") throw new Error("its last reply was cut off: its context window was full; give it a smaller task");
   if (response.stop_reason === "refusal") throw new Error("its model declined to continue");
   const text = response.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n").trim();
   if (!text) throw new Error("it finished without writing an answer");

@@ -130,8 +130,8 @@ export default defineExercise({
     {
       function: "todoWriteTool.execute",
       task: say(
-        "check the new list against TODO_RULES; refuse it naming each rule it breaks and keep the old list; otherwise keep it, show the person the checklist and tell the model in one line.",
-        "新しいリストを TODO_RULES で確かめます。破った規則を名指しして拒否し、古いリストを残します。守っていればリストを保存し、人にはチェックリストを、モデルには1行の確認を返します。",
+        "check the new list against TODO_RULES (a list over MAX_TODOS by its length alone, before any work on its items); refuse it naming each rule it breaks and keep the old list; otherwise keep it, show the person the checklist and tell the model in one line.",
+        "新しいリストを TODO_RULES で確かめます(MAX_TODOS を超えるリストは、項目を1つずつ調べる前に長さだけで判断します)。破った規則を名指しして拒否し、古いリストを残します。守っていればリストを保存し、人にはチェックリストを、モデルには1行の確認を返します。",
       ),
     },
     {
@@ -197,17 +197,27 @@ export default defineExercise({
     },
     {
       name: "the new list merged into the old one by id, not replacing it",
-      change: [["    todos = list;\n", "    todos = [...todos.filter((old) => !list.some((item) => item.id === old.id)), ...list];\n"]],
+      change: [["    todos = list.map(({ id, content, status }) => ({ id, content, status }));\n", "    todos = [...todos.filter((old) => !list.some((item) => item.id === old.id)), ...list];\n"]],
       fails: "whole-list",
     },
     {
       name: "two items in_progress accepted: only the first three rules checked",
-      change: [["    const broken = TODO_RULES.flatMap(", "    const broken = TODO_RULES.slice(0, 3).flatMap("]],
+      change: [[": TODO_RULES;\n", ": TODO_RULES.slice(0, 3);\n"]],
       fails: "rules",
     },
     {
       name: "the list kept before the rules are checked, so a refused list replaces it anyway",
-      change: [["    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));", "    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));\n    todos = list;"]],
+      change: [["    const list = params.todos as Todo[];\n", "    const list = params.todos as Todo[];\n    todos = list;\n"]],
+      fails: "rules",
+    },
+    {
+      name: "duplicate ids looked for by hand before the list is counted, each item against the whole list",
+      change: [
+        [
+          "    const list = params.todos as Todo[];\n",
+          "    const list = params.todos as Todo[];\n    const twice = list.find((item, i) => list.findIndex((other) => other.id === item.id) !== i);\n    if (twice) throw new Error(`the list was refused: it breaks the rule \"ids unique\" (the id \"${twice.id}\" is used more than once)`);\n",
+        ],
+      ],
       fails: "rules",
     },
     {
@@ -288,14 +298,14 @@ export default defineExercise({
     {
       id: "rules",
       title: say(
-        "A list that breaks a rule (more than 20 items, an id twice, empty content, two items in_progress) is refused with an error naming the rule, and the old list is kept",
-        "規則を破るリスト（21項目以上、同じ id が2回、空の内容、in_progress が2つ）はその規則を名指ししたエラーで拒否され、古いリストが残る",
+        "A list that breaks a rule (more than 20 items, an id twice, empty content, two items in_progress) is refused with an error naming the rule, and the old list is kept; a list of 40,000 items is refused at once",
+        "規則を破るリスト（21項目以上、同じ id が2回、空の内容、in_progress が2つ）はその規則を名指ししたエラーで拒否され、古いリストが残る。40,000項目のリストもすぐに拒否される",
       ),
       hints: [
         say("A list with two items in progress: what is the agent doing now? Refuse it, and say which rule it breaks, so the model can send a better one.", "進行中の項目が2つあるリストでは、エージェントが今何をしているのか分かりません。拒否し、どの規則を破ったかを伝えれば、モデルは直したリストを送れます。"),
         say(
-          "Check every rule of TODO_RULES before changing anything: collect the names of those broken. Throw an Error naming them (runTool turns it into is_error); todos is assigned only after the checks pass.",
-          "何かを変える前に TODO_RULES の規則をすべて確かめ、破られた規則の名前を集めます。それを書いた Error を throw します（runTool が is_error にします）。todos に代入するのは確認が通ってからです。",
+          "Check every rule of TODO_RULES before changing anything (for a list over MAX_TODOS, the first rule alone: its length says enough), and collect the names of those broken. Throw an Error naming them (runTool turns it into is_error); todos is assigned only after the checks pass.",
+          "何かを変える前に TODO_RULES の規則をすべて確かめ(MAX_TODOS を超えるリストは最初の規則だけで十分です。長さが分かれば拒否できます)、破られた規則の名前を集めます。それを書いた Error を throw します（runTool が is_error にします）。todos に代入するのは確認が通ってからです。",
         ),
         say(
           "const broken = TODO_RULES.flatMap(({ rule, broken }) => { const how = broken(list); return how ? [`\"${rule}\" (${how})`] : []; }); if (broken.length > 0) throw new Error(`the list was refused: it breaks the rule ${broken.join(\" and the rule \")}`);",
@@ -322,6 +332,18 @@ export default defineExercise({
         }
         const full = await t.tool("todo_write")({ todos: twenty });
         if (full.isError) t.fail(say(`a list of exactly 20 items was refused: ${quote(full.text)}`, `ちょうど20項目のリストが拒否されました: ${quote(full.text)}`));
+        // A list far over the limit: its length is enough to refuse it, whatever its items hold.
+        const huge = Array.from({ length: 40_000 }, (_, i) => ({ id: `h${i}`, content: `Step ${i}`, status: "pending" as const }));
+        const begun = Date.now();
+        const long = await t.tool("todo_write")({ todos: huge });
+        const took = Date.now() - begun;
+        if (!long.isError || !/20/.test(long.text)) t.fail(say(`a list of 40,000 items was not refused for its length: ${quote(long.text.slice(0, 300))}`, `40,000項目のリストが長さを理由に拒否されませんでした: ${quote(long.text.slice(0, 300))}`));
+        if (took > 1000) {
+          t.fail(
+            say(`a list of 40,000 items took ${took} ms to refuse: count it first, before any work on each item`, `40,000項目のリストの拒否に ${took} ms かかりました。項目を1つずつ調べる前に、まず長さを数えます`),
+            say("a list over the limit refused at once, by its length", "上限を超えるリストは、長さだけですぐに拒否される"),
+          );
+        }
       },
     },
     {

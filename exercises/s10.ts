@@ -99,8 +99,8 @@ export default defineExercise({
     {
       function: "runChild",
       task: say(
-        "run the child's loop: messages that start with the prompt alone, childSystemPrompt() and childTools(), calls through runChildTools; stop at CHILD_MAX_CALLS with an error; return lastAnswer(...) and figuresOf(...); a failure throws an error naming the subagent, with the figures.",
-        "子のループを回します。messages はプロンプトだけで始め、childSystemPrompt() と childTools() を送り、ツール呼び出しは runChildTools に渡します。CHILD_MAX_CALLS で止めてエラーにし、lastAnswer(...) と figuresOf(...) を返します。失敗はサブエージェントの名前と数字を入れたエラーにして throw します。",
+        "run the child's loop: messages that start with the prompt alone, childSystemPrompt() and childTools(), calls through runChildTools; a paused reply (pause_turn) is sent back as it is; a reply that still asks to go on (tools, or paused) at CHILD_MAX_CALLS is an error; otherwise return lastAnswer(...) and figuresOf(...); a failure throws an error naming the subagent, with the figures.",
+        "子のループを回します。messages はプロンプトだけで始め、childSystemPrompt() と childTools() を送り、ツール呼び出しは runChildTools に渡します。一時停止した応答(pause_turn)はそのまま送り返します。CHILD_MAX_CALLS 回目の応答がまだ続けようとしていたら(ツールの要求や一時停止)エラーにします。それ以外は lastAnswer(...) と figuresOf(...) を返します。失敗はサブエージェントの名前と数字を入れたエラーにして throw します。",
       ),
     },
     {
@@ -198,6 +198,16 @@ export default defineExercise({
     {
       name: "off by one: the child ended after 31 model calls",
       change: [["if (spent.calls === CHILD_MAX_CALLS) throw", "if (spent.calls > CHILD_MAX_CALLS) throw"]],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "a paused reply (pause_turn) at the limit taken as the answer, though the child was not done",
+      change: [['if (response.stop_reason !== "tool_use" && response.stop_reason !== "pause_turn") return', 'if (response.stop_reason !== "tool_use" && (response.stop_reason !== "pause_turn" || spent.calls === CHILD_MAX_CALLS)) return']],
+      fails: "limit-and-failure",
+    },
+    {
+      name: "a paused reply (pause_turn) sent back whatever the count: the limit never ends a paused child",
+      change: [["        // It asked to go on (its tools, or a server tool at work), but it could never read what comes next.\n", "        if (response.stop_reason === \"pause_turn\") continue; // sent back, whatever the count\n"]],
       fails: "limit-and-failure",
     },
     {
@@ -364,14 +374,14 @@ export default defineExercise({
     {
       id: "limit-and-failure",
       title: say(
-        "A child that never stops is ended after 30 model calls, and one whose reply is cut off fails: each gives the parent an error result with the child's figures, and the parent goes on",
-        "止まらない子はモデル呼び出し30回で終わり、応答が途切れた子は失敗になる。どちらも親には子の数字の入ったエラーの結果が返り、親は先へ進む",
+        "A child that never stops (asking for tools, or paused) is ended after 30 model calls, and one whose reply is cut off fails: each gives the parent an error result with the child's figures, and the parent goes on",
+        "止まらない子(ツールを求め続ける子も、一時停止を続ける子も)はモデル呼び出し30回で終わり、応答が途切れた子は失敗になる。どちらも親には子の数字の入ったエラーの結果が返り、親は先へ進む",
       ),
       hints: [
         say("A loop that waits for the model to stop may wait for ever. Who stops it?", "モデルが止まるのを待つループは、永遠に待つかもしれません。誰が止めるのでしょう。"),
         say(
-          "Count the calls. When the reply of the last allowed call still asks for tools, throw an error saying the limit was reached. lastAnswer throws for a reply cut off. Catch either in runChild and throw again with figuresOf(spent) in the message: the parent should know what a failed child cost. runTool makes the error an is_error result.",
-          "呼び出しを数えます。許された最後の呼び出しの応答がまだツールを求めていたら、上限に達したというエラーを throw します。途切れた応答には lastAnswer が throw します。どちらも runChild で受け止め、figuresOf(spent) をメッセージに入れて throw し直します。失敗した子がどれだけ使ったかも、親は知るべきです。runTool がそのエラーを is_error の結果にします。",
+          "Count the calls. When the reply of the last allowed call still asks for tools, or is paused (pause_turn), throw an error saying the limit was reached. lastAnswer throws for a reply cut off. Catch either in runChild and throw again with figuresOf(spent) in the message: the parent should know what a failed child cost. runTool makes the error an is_error result.",
+          "呼び出しを数えます。許された最後の呼び出しの応答がまだツールを求めていたり一時停止(pause_turn)していたりしたら、上限に達したというエラーを throw します。途切れた応答には lastAnswer が throw します。どちらも runChild で受け止め、figuresOf(spent) をメッセージに入れて throw し直します。失敗した子がどれだけ使ったかも、親は知るべきです。runTool がそのエラーを is_error の結果にします。",
         ),
         say(
           "if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing`); ... catch (error) { if (signal.aborted) throw error; throw new Error(`the subagent [${label}] stopped: ${why}. [${figuresOf(spent)}]`); }",
@@ -410,6 +420,22 @@ export default defineExercise({
             say(`the error does not give what the child spent (1 model call, 0 tool calls, 8500 tokens): ${quote(cutText)}`, `エラーに子が使った分(モデル呼び出し1回、ツール呼び出し0回、8500トークン)がありません: ${quote(cutText)}`),
             say("an error result with the child's figures: its model calls, tool calls and tokens", "子の数字(モデル呼び出し、ツール呼び出し、トークン)の入ったエラーの結果"),
           );
+        }
+
+        // A reply cut off because the child's context window is full: no answer either.
+        const full = await played(t, oneTurn([reply.tools([task("toolu_full")]), reply.text("The first word is", "model_context_window_exceeded"), reply.text("I will read it myself.")], 0));
+        const fullResult = parentResult(t, full.requests, "toolu_full");
+        if (!fullResult.is_error) t.fail(say(`a reply cut off by a full context window was taken as the answer: ${quote(resultText(fullResult))}`, `コンテキストウィンドウがいっぱいで途切れた応答が答えとして扱われました: ${quote(resultText(fullResult))}`));
+
+        // A server tool that never finishes: each reply is paused (pause_turn) and sent back, 30 in all.
+        const pauses = Array.from({ length: 30 }, () => reply.text("Still searching; so far", "pause_turn"));
+        const paused = await t.replay(oneTurn([reply.tools([task("toolu_paused")]), ...pauses, reply.text("I will search myself.")], 30));
+        const pausedCalls = childRequests(paused.requests).length;
+        if (pausedCalls !== 30) t.fail(say(`the child paused at every reply made ${pausedCalls} model calls, not 30`, `毎回一時停止する子のモデル呼び出しは ${pausedCalls} 回で、30回ではありません`));
+        noTurnError(t, paused);
+        const halfDone = parentResult(t, paused.requests, "toolu_paused");
+        if (!halfDone.is_error || !number(resultText(halfDone), 30)) {
+          t.fail(say(`a child still paused at its 30th model call was not ended by the limit: ${quote(resultText(halfDone))}`, `30回目のモデル呼び出しでまだ一時停止している子が、上限で終わっていません: ${quote(resultText(halfDone))}`));
         }
       },
     },

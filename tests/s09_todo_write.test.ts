@@ -175,10 +175,31 @@ describe("s09 todo_write: the whole list, each time", () => {
 
   it("names every rule a list breaks, and keeps the old list", async () => {
     await stage.runTool(call("todo_write", plan("pending")));
-    const broken = { todos: [...items(21, "in_progress").todos, { id: "t1", content: "", status: "pending" }] };
+    const broken = { todos: [...items(19, "in_progress").todos, { id: "t1", content: "", status: "pending" }] };
     const text = resultText(await stage.runTool(call("todo_write", broken)));
-    expect(text).toMatch(/^Error: the list was refused: it breaks the rule "at most 20 items" \(the list has 22\) and the rule "ids unique" \(the id "t1" is used more than once\) and the rule "content not empty" \(item "t1" has no content\) and the rule "at most one item in_progress" \(21 items are in_progress/);
+    expect(text).toMatch(/^Error: the list was refused: it breaks the rule "ids unique" \(the id "t1" is used more than once\) and the rule "content not empty" \(item "t1" has no content\) and the rule "at most one item in_progress" \(19 items are in_progress/);
     expect(text).toMatch(/The list is unchanged:\n\[ \] 1: Add slugify to strings\.js$/);
+  });
+
+  it("refuses a list over the limit by its length alone, before any rule looks at its items", async () => {
+    await stage.runTool(call("todo_write", plan("pending")));
+    const broken = { todos: [...items(21, "in_progress").todos, { id: "t1", content: "", status: "pending" }] };
+    expect(resultText(await stage.runTool(call("todo_write", broken)))).toBe(
+      'Error: the list was refused: it breaks the rule "at most 20 items" (the list has 22). The list is unchanged:\n[ ] 1: Add slugify to strings.js',
+    );
+  });
+
+  it("refuses a list of 100,000 items at once, with the limit; a duplicate id is still named (the check is linear)", async () => {
+    await stage.runTool(call("todo_write", plan("pending")));
+    const huge = items(100_000);
+    const begun = performance.now();
+    const result = await stage.runTool(call("todo_write", huge));
+    expect(performance.now() - begun).toBeLessThan(1000); // was 17 s: each id looked for in the whole list
+    expect(result.is_error).toBe(true);
+    expect(resultText(result)).toMatch(/^Error: the list was refused: it breaks the rule "at most 20 items" \(the list has 100000\)\. The list is unchanged:\n\[ \] 1: Add slugify/);
+    const twice = { todos: [...items(19).todos, { id: "t19", content: "Again", status: "pending" }] };
+    expect(resultText(await stage.runTool(call("todo_write", twice)))).toMatch(/^Error: the list was refused: it breaks the rule "ids unique" \(the id "t19" is used more than once\)\./);
+    expect(stage.todoList()).toEqual(plan("pending").todos);
   });
 
   it("takes exactly 20 items", async () => {

@@ -269,6 +269,7 @@ describe("s10 the limit and failures: a clear error, and the parent goes on", ()
   it.each([
     ["its model call fails", () => failure(500, "boom"), "its model call failed: 500 the provider had a problem: try again shortly (boom)"],
     ["its reply is cut off", () => reply.text("The modules are", "max_tokens"), "its last reply was cut off at 8000 tokens"],
+    ["its context window is full", () => reply.text("The modules are", "model_context_window_exceeded"), "its last reply was cut off: its context window was full; give it a smaller task"],
     ["its model declines", () => reply.text("I will not do that.", "refusal"), "its model declined to continue"],
     // A reply of thinking alone: something came back, but no text to report.
     ["it ends without an answer", () => ({ ...reply.text("x"), content: [{ type: "thinking" as const, thinking: "Nothing to say.", signature: "sig" }] }), "it finished without writing an answer"],
@@ -283,6 +284,42 @@ describe("s10 the limit and failures: a clear error, and the parent goes on", ()
     const calls = why.startsWith("its model call failed") ? 0 : 1;
     expect(resultText(result)).toBe(`Error: the subagent [fails] stopped: ${why}. Nothing it found came back. [subagent: ${calls} model call${calls === 1 ? "" : "s"}, 0 tool calls, ${calls * 20} tokens (${calls * 10} in, ${calls * 10} out)]`);
     expect(messages.at(-1)).toMatchObject({ role: "assistant", content: [{ text: "I will do it myself." }] });
+  });
+
+  it("a last reply that stops at a stop sequence is a normal ending: its text is the answer", async () => {
+    const { agentLoop } = await stageIn("default");
+    const session = replay(oneTurn([reply.tools([task("toolu_task", "stops", "Stop at END.")]), reply.text("All three modules export one function.", "stop_sequence"), reply.text("ok")], 1));
+    await agentLoop(go());
+    expect(session.verdict()).toEqual([]);
+    expect(toolResults(session, 2)).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_task", content: "All three modules export one function.\n\n[subagent: 1 model call, 0 tool calls, 20 tokens (10 in, 10 out)]" },
+    ]);
+  });
+
+  it("a paused reply (pause_turn) is sent back as it is and the child goes on; the reply that ends it is the answer", async () => {
+    const { agentLoop } = await stageIn("default");
+    const paused = reply.text("Searching the web for the changelog.", "pause_turn");
+    const session = replay(oneTurn([reply.tools([task("toolu_task", "search", "Find the changelog.")]), paused, reply.text("The changelog is at CHANGES.md."), reply.text("ok")], 2));
+    await agentLoop(go());
+    expect(session.verdict()).toEqual([]);
+    expect(session.requests[2].messages).toEqual([{ role: "user", content: "Find the changelog." }, { role: "assistant", content: paused.content }]);
+    expect(resultText(toolResults(session, 3)[0])).toBe("The changelog is at CHANGES.md.\n\n[subagent: 2 model calls, 0 tool calls, 40 tokens (20 in, 20 out)]");
+  });
+
+  it("a child still paused (pause_turn) at its 30th model call is ended by the limit: its half-done text is not taken as its answer", async () => {
+    const { agentLoop } = await stageIn("yolo");
+    const working = Array.from({ length: 29 }, (_, i) => reply.tools([{ name: "write_file", input: { path: `call-${i + 1}.txt`, content: "x" } }]));
+    const paused = reply.text("Still searching; the first results say", "pause_turn");
+    const session = replay(oneTurn([reply.tools([task("toolu_task", "paused", "Search.")]), ...working, paused, reply.text("It ran out of calls.")], 1));
+    await agentLoop(go());
+    expect(session.verdict()).toEqual([]);
+    expect(session.requests.filter(isChild)).toHaveLength(30);
+    const [result] = toolResults(session, 31);
+    expect(result.is_error).toBe(true);
+    expect(resultText(result)).toBe(
+      "Error: the subagent [paused] stopped: it reached its limit of 30 model calls without finishing; give it a smaller task. " +
+        "Nothing it found came back. [subagent: 30 model calls, 29 tool calls, 600 tokens (300 in, 300 out)]",
+    );
   });
 });
 
@@ -336,6 +373,25 @@ describe("s10 tasks side by side", () => {
       ]);
     }
   });
+
+  it("at most 4 run at once: of 10 tasks in one reply, the others wait their turn, and the results still go back in call order", async () => {
+    const { agentLoop } = await stageIn("default");
+    const tasks = Array.from({ length: 10 }, (_, i) => task(`toolu_${i}`, `part ${i}`, `Survey part ${i}.`));
+    const seen = { now: 0, most: 0 };
+    const requests = model(async (body) => {
+      if (!isChild(body)) return body.messages.length === 1 ? reply.tools(tasks) : reply.text("All surveyed.");
+      seen.most = Math.max(seen.most, ++seen.now); // model requests of subagents under way at once
+      await waitMs(60);
+      seen.now -= 1;
+      return reply.text(`${body.messages[0].content} done`);
+    });
+    await agentLoop(go());
+    expect(seen.most).toBe(4);
+    expect(requests.filter(isChild)).toHaveLength(10);
+    const results = requests.at(-1)!.messages.at(-1)!.content as ToolResultBlockParam[];
+    expect(results.map((result) => result.tool_use_id)).toEqual(tasks.map((call) => call.id));
+    expect(results.map((result) => resultText(result).split("\n")[0])).toEqual(tasks.map((call) => `${call.input.prompt} done`));
+  });
 });
 
 describe("s10 Ctrl-C", () => {
@@ -374,6 +430,29 @@ describe("s10 Ctrl-C", () => {
     expect(requests.filter((body) => !isChild(body))).toHaveLength(2); // the parent went on
     const pid = Number(readFileSync(pidFile, "utf8"));
     expect(await eventually(() => !isRunning(pid))).toBe(true);
+  });
+
+  it("cancels the tasks still waiting for a place too: none of them starts, and each is answered 'cancelled'", async () => {
+    const { agentLoop, term } = await stageIn("default");
+    const ids = Array.from({ length: 6 }, (_, i) => `toolu_${i}`);
+    let started = 0;
+    const requests = model(async (body, request) => {
+      if (!isChild(body)) return body.messages.length === 1 ? reply.tools(ids.map((id) => task(id, id, `Wait ${id}.`))) : reply.text("Stopped.");
+      started += 1; // a running subagent's model call that only the abort ends
+      await new Promise((resolve) => request.signal.addEventListener("abort", resolve));
+      return failure(500, "aborted");
+    });
+    const pressCtrlC = setInterval(() => {
+      if (started < 4) return;
+      clearInterval(pressCtrlC);
+      setTimeout(() => term.interrupt(), 50); // a moment for a fifth to start, were there no limit
+    }, 10);
+    await agentLoop(go());
+    clearInterval(pressCtrlC);
+    expect(started).toBe(4);
+    const last = requests.at(-1)!;
+    expect(ids.map((id) => resultText(resultFor(last, id)))).toEqual(ids.map(() => "Error: cancelled by the user (Ctrl-C); the tool was stopped."));
+    expect(requests.filter((body) => !isChild(body))).toHaveLength(2);
   });
 });
 
