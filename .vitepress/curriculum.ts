@@ -384,6 +384,11 @@ export const MACHINERY: Machinery[] = [
     failure: { en: "A 10,000-line result floods the terminal, and the person misses what happened.", ja: "1万行の結果が端末を埋め、何が起きたのかが見えなくなります。" },
   },
   {
+    id: "mcp",
+    title: { en: "MCP", ja: "MCP" },
+    failure: { en: "A call still reporting progress is killed at its limit; an answer over 10 MB reads as a crash; `content[0].text` loses the rest.", ja: "進捗を報告中の呼び出しが制限時間で打ち切られ、10 MB を超える答えはクラッシュに見え、`content[0].text` は残りを失います。" },
+  },
+  {
     id: "validation",
     title: { en: "Validation", ja: "入力の検査" },
     failure: { en: "\"Cannot read properties of undefined\" tells the model nothing it can fix.", ja: "「Cannot read properties of undefined」では、モデルは何を直せばよいかわかりません。" },

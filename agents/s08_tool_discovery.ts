@@ -3,13 +3,14 @@
  *
  * "Tools can come from outside the program": a command or a server says what it offers.
  *
- *   .agent/settings.json in the workspace (a mistake is named; the built-in tools stay)
+ *   .agent/settings.json and .mcp.json in the workspace (a broken entry is named and left out)
  *      |
+ *      v  the person allows what the project starts: asked once, or in ~/.agent/settings.json
  *      v  discoverTools(), before the first prompt: all at once, each within a time limit
  *   +-----------------------------------+   +--------------------------------------+
- *   | tools.toolDiscoveryCommand        |   | mcpServers.docs = { command, args,   |
- *   |   prints [{ name, description,    |   |   env, cwd, timeout, trust }         |
- *   |   parameters }, ...]              |   |   a process: initialize, tools/list  |
+ *   | tools.toolDiscoveryCommand        |   | mcpServers.docs = { command, args }  |
+ *   |   prints [{ name, description,    |   |   or { type: "http", url, headers }  |
+ *   |   parameters }, ...]              |   |   initialize, tools/list (lib: mcp)  |
  *   +-----------------+-----------------+   +------------------+-------------------+
  *                     | bump_version                           | docs__read_page
  *                     v                                        v
@@ -17,38 +18,41 @@
  *      |
  *      v  a call goes through s06's nine steps; it asks first unless the server is trusted
  *   toolCallCommand bump_version  <- arguments as JSON on stdin;  stdout is the result
- *   tools/call read_page          <- over the server's stdin;     text, image, resource
+ *   tools/call read_page          <- with a progress token;       text, image, resource
  *
  * New since s06: tools from outside the program join the registry, named server__tool for
  * MCP; regions `settings`, `command-tools`, `mcp`, `discovery`, first after the config, and
  * `run-tool` (a result may hold an image). s06's tools and approval step are imported from
- * agents/s06_tool_registry.ts. Machinery (lib/machinery): processes.ts runs the commands and
- * ends what they started; validation.ts checks schemas written by others.
+ * agents/s06_tool_registry.ts. Machinery (lib/machinery): mcp.ts talks to the servers;
+ * processes.ts runs the commands and ends what they started; validation.ts checks schemas
+ * written by others.
  *
  *   npx tsx agents/s08_tool_discovery.ts                (no key: replays the recorded demo)
  *   npx tsx agents/s08_tool_discovery.ts --list-tools   (the tools this folder's settings bring)
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import type {
   ContentBlock, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool, ToolResultBlockParam,
   ToolUseBlock,
 } from "@anthropic-ai/sdk/resources/messages";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ErrorObject } from "ajv";
-import { dim, firstLines, indent } from "../lib/machinery/display.ts";
+import { writeAtomically } from "../lib/machinery/atomic-write.ts";
+import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
-import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
+import { McpConnection, type CallLimits, type McpEntry } from "../lib/machinery/mcp.ts";
+import { runCommand } from "../lib/machinery/processes.ts";
 import { MAX_FILE_BYTES } from "../lib/machinery/safe-read.ts";
-import { jsonSchemaValidator, outsideSchemaCheck } from "../lib/machinery/validation.ts";
+import { dialectOf, jsonSchemaValidator, outsideSchemaCheck, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
-import { loadWorkbookEnv } from "../lib/runtime/env.ts";
+import { loadWorkbookEnv, readSettingsFile } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
-import { cancellable } from "../lib/runtime/terminal.ts";
+import { cancellable, terminal } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_HELP, approve, CORE_TOOLS, DEFAULT_TIMEOUT, MAX_OUTPUT, modeProblem, ToolRegistry, workspace,
+  APPROVAL_HELP, approve, CORE_TOOLS, DEFAULT_TIMEOUT, isInside, MAX_OUTPUT, modeProblem, ToolRegistry, workspace,
   type AgentTool, type Params,
 } from "./s06_tool_registry.ts";
 
@@ -70,56 +74,71 @@ const systemPrompt = () =>
 // #endregion config
 
 // #region settings
-// What .agent/settings.json in the workspace may say: the seed's keys and nothing else, as a
-// JSON Schema checked before anything starts, so a typo (`mcpServer`) is named rather than
-// quietly doing nothing.
+// Where tools from outside are configured: .agent/settings.json in the workspace (Qwen Code's
+// keys) and the project's .mcp.json (Claude Code's file: its mcpServers). Each entry is checked
+// against a JSON Schema before anything starts: a typo (`mcpServer`) is named rather than
+// quietly doing nothing, and a broken entry is left out while the others are used.
 const SETTINGS_FILE = ".agent/settings.json";
+const MCP_FILE = ".mcp.json";
+const MAX_SETTINGS_BYTES = 256 * 1024; // a settings file is small: a FIFO, a device or a huge file is refused unread
 
-/** One entry of mcpServers: `timeout` in milliseconds (to start, and for each call); `trust`: its tools run without asking. */
-type ServerSettings = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeout?: number; trust?: boolean };
+/** One entry of mcpServers: lib's McpEntry (a program over stdio, or an address over HTTP), with `timeout` in milliseconds (to start, and for each call) and `trust`: its tools run without asking. */
+type ServerSettings = McpEntry & { timeout?: number; trust?: boolean };
 type Settings = { tools?: { toolDiscoveryCommand?: string; toolCallCommand?: string }; mcpServers?: Record<string, ServerSettings> };
 
-const SETTINGS_SCHEMA = {
-  type: "object",
-  properties: {
-    tools: {
-      type: "object",
-      properties: { toolDiscoveryCommand: { type: "string", minLength: 1 }, toolCallCommand: { type: "string", minLength: 1 } },
-      dependencies: { toolDiscoveryCommand: ["toolCallCommand"] }, // a tool found must have a way to run
-      additionalProperties: false,
-    },
-    mcpServers: {
-      type: "object",
-      additionalProperties: {
-        type: "object",
-        properties: {
-          command: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } },
-          env: { type: "object", additionalProperties: { type: "string" } }, cwd: { type: "string" },
-          timeout: { type: "integer", minimum: 1 }, trust: { type: "boolean" },
-        },
-        required: ["command"],
-        additionalProperties: false,
-      },
-    },
+const STRINGS = { type: "object", additionalProperties: { type: "string" } };
+const SCHEMAS = {
+  tools: {
+    type: "object",
+    properties: { toolDiscoveryCommand: { type: "string", minLength: 1 }, toolCallCommand: { type: "string", minLength: 1 } },
+    dependencies: { toolDiscoveryCommand: ["toolCallCommand"] }, // a tool found must have a way to run
+    additionalProperties: false,
   },
-  additionalProperties: false,
+  server: {
+    type: "object",
+    properties: {
+      type: { enum: ["stdio", "http"] }, command: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } }, env: STRINGS, cwd: { type: "string" },
+      url: { type: "string", minLength: 1 }, headers: STRINGS, timeout: { type: "integer", minimum: 1 }, trust: { type: "boolean" },
+    },
+    if: { properties: { type: { const: "http" } }, required: ["type"] }, then: { required: ["url"] }, else: { required: ["command"] },
+    additionalProperties: false,
+  },
 };
 
-/** The settings of the workspace `root`. With a mistake in them, none: one line names the file, the place and the problem. */
-function readSettings(root: string): { settings: Settings; problem?: string } {
-  const file = path.join(root, SETTINGS_FILE);
-  if (!existsSync(file)) return { settings: {} };
-  let data: unknown;
-  let text = "";
-  try {
-    text = readFileSync(file, "utf8");
-    data = JSON.parse(text);
-  } catch (error) {
-    return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
+/** What both files of the workspace `root` configure, and in one line each what is wrong and left out. */
+function readSettings(root: string): { settings: Settings; problems: string[] } {
+  const settings: Settings = {};
+  const problems: string[] = [];
+  for (const [file, keys] of [[SETTINGS_FILE, ["tools", "mcpServers"]], [MCP_FILE, ["mcpServers"]]] as const) {
+    const { data, problem } = readJson(path.join(root, file), file);
+    const shape = { type: "object", properties: Object.fromEntries(keys.map((key) => [key, { type: "object" }])), additionalProperties: false };
+    const wrong = problem ?? (data === undefined ? "" : mistakes(shape, data));
+    if (wrong) problems.push(`${problem ? "" : `${file}: `}${wrong}; nothing of it is used`);
+    if (wrong || data === undefined) continue;
+    const { tools, mcpServers = {} } = data as Settings;
+    const toolsWrong = tools && mistakes(SCHEMAS.tools, tools, "tools");
+    if (toolsWrong) problems.push(`${file}: ${toolsWrong}; the discovery command was left out`);
+    else if (tools) settings.tools = tools;
+    for (const [name, entry] of Object.entries(mcpServers)) {
+      const entryWrong = mistakes(SCHEMAS.server, entry, `mcpServers.${name}`);
+      if (entryWrong) problems.push(`${file}: ${entryWrong}; that server was left out`);
+      else if (settings.mcpServers?.[name]) problems.push(`${file}: mcpServers.${name} was left out: ${SETTINGS_FILE} has a server of that name`);
+      else (settings.mcpServers ??= {})[name] = entry;
+    }
   }
-  const checkSettings = jsonSchemaValidator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
-  if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
-  return { settings: data as Settings };
+  return { settings, problems };
+}
+
+/** A settings file's JSON, undefined when there is none; lib/runtime/env.ts reads only a regular file, of at most MAX_SETTINGS_BYTES. */
+function readJson(file: string, name: string): { data?: unknown; problem?: string } {
+  let text: string | undefined;
+  try {
+    text = readSettingsFile(file, MAX_SETTINGS_BYTES);
+    return { data: text === undefined ? undefined : JSON.parse(text) };
+  } catch (error) {
+    const { message } = error as Error;
+    return { problem: text === undefined ? message.replace(file, name) : `${name} is not valid JSON: ${jsonError(text, error as Error)}` };
+  }
 }
 
 /** Where JSON.parse stopped, as a line and a column a person can find. */
@@ -131,27 +150,43 @@ function jsonError(text: string, error: Error): string {
   return `line ${before.length}, column ${before.at(-1)!.length + 1}: ${reason}`;
 }
 
+/** What is wrong with `data`, each with its place under `at`: `mcpServers.docs.args must be an array`; "" when nothing. */
+function mistakes(schema: object, data: unknown, at = ""): string {
+  const check = jsonSchemaValidator().compile(schema); // ajv compiles a schema once, then keeps it
+  return check(data) ? "" : placedErrors(check.errors ?? [], "the settings", at);
+}
+
 /** ajv's findings, each with its place: `mcpServers.docs.args must be an array`. */
-function placedErrors(errors: ErrorObject[], whole: string): string {
+function placedErrors(errors: ErrorObject[], whole: string, at = ""): string {
   return errors
+    .filter((error) => error.keyword !== "if") // `must match "else" schema`: the error beside it says what is missing
     .map((error) => {
-      const place = error.instancePath.slice(1).replaceAll("/", ".");
+      const place = [at, ...error.instancePath.split("/").slice(1)].filter(Boolean).join(".");
       const { params } = error;
       if (error.keyword === "additionalProperties") return `${place ? `${place}: ` : ""}unknown setting "${params.additionalProperty}"`;
       if (error.keyword === "required") return `${place ? `${place}: ` : ""}"${params.missingProperty}" is missing`;
       if (error.keyword === "type") return `${place || whole} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
+      if (error.keyword === "enum") return `${place || whole} must be one of ${params.allowedValues.join(", ")}`;
       return `${place || whole} ${error.message}`;
     })
     .join("; ");
 }
+
+// The person's own settings, in their home, where a project cannot write: the commands and
+// servers of each project they allowed to start, as the entries were when they allowed them.
+const PERSONAL = { file: () => path.join(os.homedir(), SETTINGS_FILE), name: `~/${SETTINGS_FILE}` };
+type Personal = { trustedProjects?: Record<string, Settings> };
 // #endregion settings
 
 // #region command-tools
 // The seed's command-based discovery: the project lists its tools by printing function
 // declarations, and runs one when asked. The agent knows nothing else about them.
 
-/** How long the agent waits for what runs outside it, in milliseconds (exported so tests can shorten them). */
-export const TIME_LIMITS = { discovery: 30_000, call: DEFAULT_TIMEOUT * 1000, serverStart: 30_000, serverCall: DEFAULT_TIMEOUT * 1000 };
+/**
+ * How long the agent waits for what runs outside it, in ms (exported so tests can shorten them). A
+ * call that reports progress starts its server's limit again at each report, up to serverTotal.
+ */
+export const TIME_LIMITS = { discovery: 30_000, call: DEFAULT_TIMEOUT * 1000, serverStart: 30_000, serverCall: DEFAULT_TIMEOUT * 1000, serverTotal: 600_000 };
 
 /**
  * A tool found outside the program, before the registry gives it its final name: `wanted` is
@@ -166,6 +201,10 @@ interface FoundTool {
   description: string;
   schema: Record<string, unknown>;
   trusted: boolean;
+  /** The JSON Schema dialect of a schema that declares none: draft-07 unless this says MCP's 2020-12. */
+  dialect?: "2020-12";
+  /** What the tool says of itself (MCP's readOnlyHint): believed only from a trusted server. */
+  readOnly?: boolean;
   run(params: Params, signal: AbortSignal): Promise<OutsideResult>;
 }
 
@@ -237,132 +276,65 @@ const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
 // #endregion command-tools
 
 // #region mcp
-// MCP servers through the official SDK over stdio: the agent starts each server as a process,
-// asks for its tools (tools/list) and calls them (tools/call) on its stdin and stdout. The
-// SDK is loaded only when a server is configured, so the program still starts at once.
+// MCP servers through the official SDK: lib/machinery/mcp.ts starts one (a program over stdio,
+// or an address over HTTP), calls it and turns its answers into content. Decided here: a
+// server's tools are named server__tool, and are believed about themselves only when trusted.
 
-/** A server the agent started: its client and process, and why it stopped, once it has. */
-interface Connection {
-  name: string;
-  client: Client;
-  transport: StdioClientTransport;
-  /** The mark in its environment (as bash's commands have): what it starts carries it too. */
-  mark: string;
-  /** The last of what the server wrote to stderr: often the reason it failed. */
-  stderr: string;
-  stopped?: string;
-}
-
-const connections: Connection[] = [];
-// The SDK's error codes for "no answer in time" and "the connection closed".
-const [REQUEST_TIMEOUT, CONNECTION_CLOSED] = [-32001, -32000];
+/** The servers started, to end them again. */
+const connections: McpConnection[] = [];
 
 /** Start one server and list its tools, within its time limit; a server that fails is stopped and named. */
 async function toolsFromServer(name: string, server: ServerSettings, root: string): Promise<Found> {
-  const found: Found = { source: `MCP server ${name}${server.trust ? " (trusted)" : ""}`, tools: [], problems: [] };
-  const cwd = path.resolve(root, server.cwd ?? ".");
-  if (!existsSync(cwd)) return { ...found, problems: [`could not start: its cwd ${cwd} does not exist`] };
-  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-  const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-  // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
-  // mark is as bash's: when the program ends, every process that carries it ends, so a server
-  // and whatever it started end with the program (on Linux; elsewhere a server sees its stdin
-  // close, and a well-made server stops).
-  const { mark, env: marked } = newProcessMark();
-  const env = { ...getDefaultEnvironment(), ...server.env, ...marked };
-  const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
-  const connection: Connection = { name, client: new Client({ name: "agent-workbook-s08", version: "1.0.0" }), transport, mark, stderr: "" };
-  transport.stderr?.on("data", (chunk: Buffer) => (connection.stderr = (connection.stderr + chunk).slice(-2000)));
-  connection.client.onclose = () => (connection.stopped ??= `it stopped${connection.stderr ? `: ${lastLine(connection.stderr)}` : ""}`);
-  connections.push(connection);
-  const limit = server.timeout ?? TIME_LIMITS.serverStart;
-  const deadline = AbortSignal.timeout(limit);
-  try {
-    await connection.client.connect(transport, { signal: deadline, timeout: limit });
-    const { tools } = await connection.client.listTools(undefined, { signal: deadline, timeout: limit });
-    for (const tool of tools) {
-      found.tools.push({
-        ...{ wanted: `${name}__${tool.name}`, original: tool.name, origin: `MCP server ${name}${server.trust ? ", trusted" : ""}`, displayName: `${name}: ${tool.name}`, trusted: server.trust === true },
-        description: tool.description ?? `The tool ${tool.name} of the MCP server ${name}.`,
-        schema: tool.inputSchema,
-        run: (params, signal) => callServerTool(connection, tool.name, params, signal, server.timeout ?? TIME_LIMITS.serverCall),
-      });
+  const trusted = server.trust === true;
+  const found: Found = { source: `MCP server ${name}${trusted ? " (trusted)" : ""}`, tools: [], problems: [] };
+  const started = await McpConnection.start(name, server, root, server.timeout ?? TIME_LIMITS.serverStart).catch((error: Error) => error);
+  if (started instanceof Error) return { ...found, problems: [`could not start: ${started.message}`] };
+  connections.push(started.connection);
+  for (const tool of started.tools) {
+    // A tool that must run as a task (MCP's long-running calls) would be listed and then fail.
+    if (tool.execution?.taskSupport === "required") {
+      found.problems.push(`"${tool.name}" was left out: it runs only as a task (execution.taskSupport "required"), which this agent does not do`);
+      continue;
     }
-  } catch (error) {
-    const why = deadline.aborted
-      ? `no answer within ${limit / 1000} s, so it was stopped`
-      : (error as NodeJS.ErrnoException).code === "ENOENT"
-        ? `"${server.command}" was not found`
-        : (connection.stopped ?? (error as Error).message);
-    found.problems.push(`could not start: ${why}`);
-    await closeConnection(connection, "kill");
+    found.tools.push({
+      ...{ wanted: `${name}__${tool.name}`, original: tool.name, origin: `MCP server ${name}${trusted ? ", trusted" : ""}`, displayName: `${name}: ${tool.name}`, trusted },
+      description: tool.description ?? `The tool ${tool.name} of the MCP server ${name}.`,
+      schema: tool.inputSchema,
+      ...{ dialect: "2020-12" as const, readOnly: tool.annotations?.readOnlyHint === true },
+      run: (params, signal) => callServerTool(started.connection, tool.name, params, signal, { call: server.timeout ?? TIME_LIMITS.serverCall, total: TIME_LIMITS.serverTotal }),
+    });
   }
   return found;
 }
 
-/** tools/call on the server; an error result, a timeout or a server that stopped becomes a clear error. */
-async function callServerTool(connection: Connection, tool: string, params: Params, signal: AbortSignal, limit: number): Promise<OutsideResult> {
-  const gone = "its tools work again when the agent starts again";
-  if (connection.stopped) throw new Error(`the MCP server ${connection.name} is not running (${connection.stopped}); ${gone}`);
-  let result: { content?: McpContent[]; isError?: boolean };
-  try {
-    result = (await connection.client.callTool({ name: tool, arguments: params }, undefined, { signal, timeout: limit })) as typeof result;
-  } catch (error) {
-    const code = (error as { code?: number }).code;
-    if (signal.aborted) throw error;
-    if (code === REQUEST_TIMEOUT) throw new Error(`the MCP server ${connection.name} gave no answer within ${limit / 1000} s`);
-    if (code === CONNECTION_CLOSED) throw new Error(`the MCP server ${connection.name} stopped during the call (${connection.stopped ?? "connection closed"}); ${gone}`);
-    throw error;
-  }
-  const content = toContent(result.content ?? []);
+/** tools/call, its progress shown as it comes. An error result (isError) is the tool's answer, not the server's failure: it goes back as is_error. */
+async function callServerTool(connection: McpConnection, tool: string, params: Params, signal: AbortSignal, limits: CallLimits): Promise<OutsideResult> {
+  const progress = (line: string) => console.log(dim(`  [${connection.name}: ${tool}] ${visible(line)}`));
+  const { content, isError } = await connection.call(tool, params, signal, limits, progress);
   const shown = content.map((block) => (block.type === "text" ? block.text : `[image, ${block.source.type === "base64" ? block.source.media_type : "url"}]`)).join("\n");
-  // An error result (isError) is the tool's answer, not the server's failure: it goes back as is_error.
-  if (result.isError) throw new Error(shown || `${tool} failed and said nothing`);
+  if (isError) throw new Error(shown || `${tool} failed and said nothing`);
   return { llmContent: content, returnDisplay: shown };
 }
 
-type McpContent =
-  | { type: "text"; text: string }
-  | { type: "image" | "audio"; data: string; mimeType: string }
-  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } }
-  | { type: "resource_link"; uri: string; name?: string };
-
-const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
-const MAX_IMAGE_BASE64 = 5 * 1024 * 1024; // the API takes images of up to 5 MB
-
-/** An MCP result as tool_result content: text as text, an image the API takes as an image, anything else named in words. */
-function toContent(parts: McpContent[]): (TextBlockParam | ImageBlockParam)[] {
-  const text = (value: string): TextBlockParam => ({ type: "text", text: value });
-  const image = (mimeType: string | undefined, data: string | undefined): ImageBlockParam | undefined => {
-    const media = IMAGE_TYPES.find((type) => type === mimeType);
-    return media && data && data.length <= MAX_IMAGE_BASE64 ? { type: "image", source: { type: "base64", media_type: media, data } } : undefined;
+/**
+ * Claude Code's ReadMcpResource: a resource of a running server by its URI, such as a link in a
+ * result. Reading is what resources are for, so it is a read: the question was whether to start
+ * the server at all.
+ */
+function readResourceTool(): DiscoveredTool {
+  const servers = { type: "string", enum: connections.map((connection) => connection.name).sort() };
+  const parameterSchema = { type: "object" as const, properties: { server: servers, uri: { type: "string" } }, required: ["server", "uri"], additionalProperties: false };
+  return {
+    ...{ name: "read_mcp_resource", displayName: "ReadMcpResource", kind: "read", parameterSchema, validateToolParams: schemaCheck(parameterSchema) },
+    description: "Read a resource of an MCP server by its URI, such as a resource link in a tool's result.",
+    getDescription: (params) => `${params.server} ${params.uri}`,
+    shouldConfirmExecute: async () => false,
+    async execute(params, signal) {
+      const connection = connections.find((each) => each.name === params.server)!;
+      const content = await connection.read(String(params.uri), signal, TIME_LIMITS.serverCall);
+      return { llmContent: content, returnDisplay: content.map((block) => (block.type === "text" ? block.text : "[image]")).join("\n") };
+    },
   };
-  if (parts.length === 0) return [text("(no content)")];
-  return parts.map((part) => {
-    if (part.type === "text") return text(part.text);
-    if (part.type === "image") return image(part.mimeType, part.data) ?? text(`[an image of type ${part.mimeType}, which cannot be shown to the model]`);
-    if (part.type === "resource") {
-      const { uri, mimeType, text: body, blob } = part.resource;
-      if (body !== undefined) return text(`[resource ${uri}]\n${body}`);
-      return image(mimeType, blob) ?? text(`[resource ${uri}: ${mimeType ?? "binary"} data, not shown]`);
-    }
-    if (part.type === "resource_link") return text(`[resource link ${part.uri}${part.name ? ` (${part.name})` : ""}]`);
-    return text(`[${part.type} content, which cannot be shown to the model]`);
-  });
-}
-
-/** Close one server: politely (stdin closes, then SIGTERM) or, for one that hangs, at once. */
-async function closeConnection(connection: Connection, how: "close" | "kill" = "close"): Promise<void> {
-  const pid = connection.transport.pid;
-  if (how === "kill" && pid) killServer(pid);
-  await connection.client.close().catch(() => {});
-  endProcesses(`${connection.mark}\0`, []); // and whatever it started
-}
-
-function killServer(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {} // it has ended already
 }
 // #endregion mcp
 
@@ -371,30 +343,33 @@ function killServer(pid: number): void {
 const origins = new Map<string, string>();
 
 /**
- * Read the workspace's settings, run the discovery command and start the MCP servers, all at
- * once, and register what they offer. Resolves when every source has answered or run out of
- * time; what failed is said in one line each, and everything else works. TOOLS is refilled in
- * place: it is the array the loop sends, so the model sees the new tools at its next request.
+ * Read the workspace's settings, ask the person before starting what is new, run the discovery
+ * command and start the MCP servers, all at once, and register what they offer. Resolves when
+ * every source has answered or run out of time; what failed is said in one line each, and the
+ * rest works. TOOLS is refilled in place: the loop sends that array, so the model sees the new
+ * tools at its next request.
  */
 export async function discoverTools(): Promise<{ tools: string[]; problems: string[] }> {
   const root = workspace();
-  const { settings, problem } = readSettings(root);
+  const { settings, problems } = readSettings(root);
+  const allowed = await allowedToStart(root, settings, problems);
   await dropDiscoveredTools();
-  const report = { tools: [] as string[], problems: [] as string[] };
-  if (problem) {
-    report.problems.push(problem);
-    console.log(`[tools] ${problem}; only the built-in tools are used`);
-    return report;
-  }
-  const { toolDiscoveryCommand, toolCallCommand } = settings.tools ?? {};
+  for (const problem of problems) console.log(`[tools] ${problem}`);
+  const report = { tools: [] as string[], problems };
+  const { toolDiscoveryCommand, toolCallCommand } = allowed.tools ?? {};
   // Each source says what went wrong rather than throwing; should one throw all the same, it
   // becomes that source's problem, and the others are still registered.
   const settle = (source: string, found: Promise<Found>) => found.catch((error: Error): Found => ({ source, tools: [], problems: [error.message] }));
   const sources = await Promise.all([
+    ...Object.entries(allowed.mcpServers ?? {}).map(([name, server]) => settle(`MCP server ${name}`, toolsFromServer(name, server, root))),
     ...(toolDiscoveryCommand && toolCallCommand ? [settle("discovery command", toolsFromCommand(toolDiscoveryCommand, toolCallCommand))] : []),
-    ...Object.entries(settings.mcpServers ?? {}).map(([name, server]) => settle(`MCP server ${name}`, toolsFromServer(name, server, root))),
   ]);
-  // Registered in the order of the settings, whichever answered first, so the names are the same every time.
+  // The agent's own tool for the servers' resources first, then the servers' tools, then the
+  // command's: `server__tool` is the server's name, and a command's tool must not take it.
+  if (connections.length > 0) {
+    registry.registerTool(readResourceTool());
+    origins.set("read_mcp_resource", "built in, for the MCP servers' resources");
+  }
   for (const found of sources) {
     const names = found.tools.flatMap((tool) => register(tool, found));
     if (names.length > 0 || found.problems.length === 0) console.log(`[tools] ${found.source}: ${names.join(", ") || "no tools"}`);
@@ -406,19 +381,68 @@ export async function discoverTools(): Promise<{ tools: string[]; problems: stri
   return report;
 }
 
-/** Register one found tool under a valid, free name; [] when its schema cannot be used. */
-function register(found: FoundTool, from: Found): string[] {
-  const name = freeName(found.wanted);
-  let tool: DiscoveredTool;
+/**
+ * A project's commands and servers run someone else's code as they start, in every approval
+ * mode: the person allows them first, their `trust` with them. What they allowed before, as it
+ * is now, starts without a question (PERSONAL); the rest is asked about once, or with no one
+ * at the terminal does not start.
+ */
+async function allowedToStart(root: string, settings: Settings, problems: string[]): Promise<Settings> {
+  if (!settings.tools && !settings.mcpServers) return settings; // nothing to start
+  const personal = readJson(PERSONAL.file(), PERSONAL.name);
+  if (personal.problem) problems.push(personal.problem);
+  const before = (personal.data as Personal | undefined)?.trustedProjects?.[root] ?? {};
+  const allowed: Settings = { tools: settings.tools, mcpServers: { ...settings.mcpServers } };
+  const asking = new Map<string, () => void>(); // each new entry, and how to leave it out
+  if (settings.tools && !isDeepStrictEqual(settings.tools, before.tools)) asking.set(`tools: ${JSON.stringify(settings.tools)}`, () => delete allowed.tools);
+  for (const [name, entry] of Object.entries(settings.mcpServers ?? {})) {
+    if (!isDeepStrictEqual(entry, before.mcpServers?.[name])) asking.set(`mcpServers.${name}: ${JSON.stringify(entry)}`, () => delete allowed.mcpServers![name]);
+  }
+  if (asking.size === 0) return allowed;
+  const answer = terminal().hasPerson ? await askToStart([...asking.keys()]) : undefined;
+  if (answer === "a") remember(root, settings, problems);
+  if (answer === "y" || answer === "a") return allowed;
+  for (const leaveOut of asking.values()) leaveOut();
+  const why = answer ? "the person said no" : `no one is at the terminal to allow them: start the agent at a terminal once, or list them under trustedProjects in ${PERSONAL.name}`;
+  problems.push(`not started: ${[...asking.keys()].map((line) => line.split(":")[0]).join(", ")} (${why})`);
+  return allowed;
+}
+
+/** One question for everything new: "y", "a" or "n" (any other answer is a no). */
+async function askToStart(entries: string[]): Promise<string> {
+  console.log(`\nThis project's settings start programs of their own; a server with "trust": true runs its tools without asking:`);
+  console.log(`${indent(visible(entries.join("\n")))}\n  y: start them   a: yes, and remember it in ${PERSONAL.name}   n: no`);
+  while (true) {
+    const answer = (await terminal().ask("start? ", { fresh: true }))?.trim().toLowerCase();
+    if (answer === undefined || !/^(y|yes|a|always|)$/.test(answer)) return "n";
+    if (answer) return answer[0];
+  }
+}
+
+/** Keep the person's yes in their own settings, beside what else is there. */
+function remember(root: string, settings: Settings, problems: string[]): void {
   try {
-    tool = outsideTool(name, found);
+    const { data = {}, problem } = readJson(PERSONAL.file(), PERSONAL.name);
+    if (problem || typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(problem ?? `${PERSONAL.name} is not an object`);
+    const personal = { ...(data as Personal), trustedProjects: { ...(data as Personal).trustedProjects, [root]: settings } };
+    const home = realpathSync(os.homedir());
+    writeAtomically(PERSONAL.file(), `${JSON.stringify(personal, null, 2)}\n`, PERSONAL.name, { root: home, isInside }, { createFolders: true });
   } catch (error) {
-    from.problems.push(`"${found.wanted}" was left out: its parameter schema is not valid JSON Schema (${(error as Error).message})`);
+    problems.push(`not remembered: ${(error as Error).message}`);
+  }
+}
+
+/** Register one found tool under a valid, free name; [] when it cannot be used. Whatever fails here is that tool's problem, never all of discovery's. */
+function register(found: FoundTool, from: Found): string[] {
+  try {
+    const name = freeName(found.wanted);
+    registry.registerTool(outsideTool(name, found));
+    origins.set(name, found.origin + (name === found.wanted ? "" : `, where it is called "${found.original}"`));
+    return [name];
+  } catch (error) {
+    from.problems.push(`"${found.wanted}" was left out: ${(error as Error).message}`);
     return [];
   }
-  registry.registerTool(tool);
-  origins.set(name, found.origin + (name === found.wanted ? "" : `, where it is called "${found.original}"`));
-  return [name];
 }
 
 /** A name the API takes (letters, digits, _ and -, at most 64 characters) that no tool has yet. */
@@ -429,17 +453,23 @@ function freeName(wanted: string): string {
   return name;
 }
 
-/** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
+/**
+ * A found tool as a registry entry. Its schema is checked as written, in the dialect it declares;
+ * the model gets one object schema (schemaForModel: the API refuses a top-level oneOf), without
+ * `$schema`. It runs someone else's code: a command that asks first (as bash does) unless
+ * trusted, and a read only when a trusted server says so.
+ */
 function outsideTool(name: string, found: FoundTool): DiscoveredTool {
-  // `$schema` names a draft the API may not take; the rest is sent as it came.
-  const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
+  let validateToolParams: DiscoveredTool["validateToolParams"];
+  try {
+    validateToolParams = outsideSchemaCheck(found.schema, dialectOf(found.schema, found.dialect ?? "draft-07"));
+  } catch (error) {
+    throw new Error(`its parameter schema is not valid JSON Schema (${(error as Error).message})`);
+  }
+  const { $schema: _draft, ...schema } = { ...(schemaForModel(found.schema) ?? found.schema), type: "object" } as Tool["input_schema"];
   return {
-    name,
-    displayName: found.displayName,
-    description: found.description,
-    kind: "execute",
-    parameterSchema: schema,
-    validateToolParams: outsideSchemaCheck(schema),
+    ...{ name, displayName: found.displayName, description: found.description, parameterSchema: schema, validateToolParams },
+    kind: found.trusted && found.readOnly ? "read" : "execute",
     getDescription: (params) => JSON.stringify(params),
     shouldConfirmExecute: async (params) => (found.trusted ? false : { title: `Run ${found.displayName} (${found.origin})?`, details: JSON.stringify(params, null, 2) }),
     execute: found.run,
@@ -451,7 +481,7 @@ export async function dropDiscoveredTools(): Promise<void> {
   for (const name of origins.keys()) registry.unregisterTool(name);
   origins.clear();
   TOOLS.splice(0, TOOLS.length, ...registry.getFunctionDeclarations());
-  await Promise.all(connections.splice(0).map((connection) => closeConnection(connection)));
+  await Promise.all(connections.splice(0).map((connection) => connection.close()));
 }
 
 /** `--list-tools`: every tool the model would see here, and where it came from. Exit code 1 if something failed. */
@@ -512,22 +542,22 @@ function batches(calls: ToolUseBlock[]): ToolUseBlock[][] {
 export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam> {
   // 1-2. The model asked for a tool by name; the loop hands the call over.
   const failed = (message: string): ToolResultBlockParam => {
-    console.log(dim(indent(clip(message, 2000, "head"))));
+    console.log(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: clip(message, MAX_OUTPUT) };
   };
   // 3. Look the tool up.
   const tool = registry.getTool(call.name);
-  if (!tool) console.log(dim(`> ${call.name}`));
+  if (!tool) console.log(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
   // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
-    console.log(dim(`> ${tool.displayName} ${clip(JSON.stringify(params), 120, "head")}`));
+    console.log(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
   // 5. Describe, in one line, what is about to happen.
-  console.log(dim(`> ${tool.displayName} ${clip(tool.getDescription(params).split("\n")[0], 120, "head")}`));
+  console.log(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -547,11 +577,13 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
   }
 }
 
-/** llmContent as the model gets it: text cut to MAX_OUTPUT in all; an image block as it is. */
+/** llmContent as the model gets it: text cut to MAX_OUTPUT in all, however many blocks it came in; images as they are. */
 function forModel(content: OutsideResult["llmContent"]): ToolResultBlockParam["content"] {
   if (typeof content === "string") return clip(content, MAX_OUTPUT);
-  const texts = content.filter((block) => block.type === "text").length;
-  return content.map((block) => (block.type === "text" ? { ...block, text: clip(block.text, Math.floor(MAX_OUTPUT / texts)) } : block));
+  const texts = content.flatMap((block) => (block.type === "text" ? [block.text] : []));
+  if (texts.join("\n").length <= MAX_OUTPUT) return content;
+  // Too much text: it is cut as one text (its head and its tail), and the images follow it.
+  return [{ type: "text", text: clip(texts.join("\n"), MAX_OUTPUT) }, ...content.filter((block) => block.type === "image")];
 }
 // #endregion run-tool
 
@@ -577,7 +609,7 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(block.text);
+  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
 }
 
 /** The model stopped asking for tools. Say so when the reason is not a normal ending. */
@@ -639,7 +671,7 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
       args,
       options: ["--approval-mode"],
       settingsProblem: modeProblem,
-      help: [APPROVAL_HELP, "  --list-tools            list the tools this folder's .agent/settings.json brings, and where each comes from"],
+      help: [APPROVAL_HELP, "  --list-tools            list the tools this folder's .agent/settings.json and .mcp.json bring, and where each comes from"],
       prepareReplay,
       prepareSession: async () => void (await discoverTools()),
       commands: { "--list-tools": listTools },

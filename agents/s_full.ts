@@ -20,7 +20,7 @@
  *   Part I: glob ls (s03) web_fetch (s04) ask_user (s05)
  *   plan: todo_write (s09)   task: a subagent with a fresh context (s10)
  *   compact (s11)   load_skill save_memory (s12)
- *   found outside: discovery command + MCP servers from .agent/settings.json (s08)
+ *   found outside: discovery command + MCP servers from .agent/settings.json, .mcp.json (s08)
  *
  * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
  *   s06 tool, registry, sandbox, write-file, edit-file, approval (s10's), run-tool (joined here)
@@ -35,11 +35,12 @@
  *   npx tsx agents/s_full.ts --approval-mode auto-edit
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { EventEmitter, once } from "node:events";
 import { randomBytes } from "node:crypto";
 import dns from "node:dns";
 import {
-  appendFileSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
-  realpathSync, statSync, writeFileSync,
+  appendFileSync, closeSync, existsSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  realpathSync, statSync, writeFileSync, writeSync,
 } from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -47,12 +48,11 @@ import { createRequire } from "node:module";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import type {
   ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool,
   ToolResultBlockParam, ToolUseBlock,
 } from "@anthropic-ai/sdk/resources/messages";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { ErrorObject } from "ajv";
 import { notPublic } from "../lib/machinery/addresses.ts";
 import { inFolder, writeAtomically, type WriteRoot } from "../lib/machinery/atomic-write.ts";
@@ -60,13 +60,14 @@ import { diffOf, dim, firstLines, forTerminal, indent, visible } from "../lib/ma
 import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
-import { endProcesses, newProcessMark, runCommand } from "../lib/machinery/processes.ts";
-import { MAX_FILE_BYTES, readPage, readText, textForDiff } from "../lib/machinery/safe-read.ts";
+import { McpConnection, type CallLimits, type McpEntry } from "../lib/machinery/mcp.ts";
+import { runCommand } from "../lib/machinery/processes.ts";
+import { MAX_FILE_BYTES, PAGE_REACH, readPage, readText, textForDiff } from "../lib/machinery/safe-read.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
-import { jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck } from "../lib/machinery/validation.ts";
+import { dialectOf, jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
-import { loadWorkbookEnv } from "../lib/runtime/env.ts";
+import { loadWorkbookEnv, readSettingsFile } from "../lib/runtime/env.ts";
 import { modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
@@ -77,7 +78,7 @@ const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const AUTH_TOKEN = process.env.ANTHROPIC_AUTH_TOKEN || undefined; // a bearer token, for providers that ask for one
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
-const MAX_OUTPUT = 30_000; // characters the model sees of an error, or of a part of a result with images
+const MAX_OUTPUT = 30_000; // characters of a command's stderr kept for its error
 // The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
 // SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere. The loop's
@@ -97,7 +98,7 @@ const systemPrompt = () =>
   `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make. ` +
   `For work of three steps or more, write the plan first with todo_write; keep one item in_progress, and send the list again as soon as an item is done. ` +
   `For a side task that takes much reading (surveying a folder, finding where something is done), call task: a subagent does it in a fresh context and only its answer comes back. ` +
-  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .transcripts/. ` +
+  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .agent/transcripts/. ` +
   `Call compact when a large piece of work is done and its details are no longer needed. ` +
   `Before a task that one of the skills below covers, load it with load_skill and follow it. When the person tells you something worth knowing in later sessions ` +
   `(a command, a convention, a preference), keep it with save_memory, one short fact per call.` +
@@ -209,13 +210,15 @@ export const registry = new ToolRegistry();
 const RESULT_LIMIT = 40_000; // characters of one result the model gets whole
 const PREVIEW = { head: 2_000, tail: 3_000 }; // what it sees of a larger one, from each end
 const RESULTS_FOLDER = ".agent/tool-results";
+// A saved result keeps at most its first 32 MB and its end: `timeout 120 yes` would fill 37 GB (an object: a test can lower it).
+export const RESULT_FILE = { maxBytes: 32 * 1024 * 1024 };
 
 /**
  * One call's result on its way to the model, added as it arrives (bash) or all at once (any
  * other tool). Memory holds the result while it is at most RESULT_LIMIT characters; past
  * that, its bytes go to a file as they come, and memory keeps only the two ends the model
- * will see. A command that prints 100 MB fills neither memory nor the context, and loses
- * no byte.
+ * will see. A command that prints 100 MB fills neither memory nor the context; the file
+ * keeps its first RESULT_FILE.maxBytes and its end, and says what it left out between.
  */
 class ResultFile {
   /** Where the whole result is, relative to the workspace, once it was too large to send. */
@@ -228,6 +231,8 @@ class ResultFile {
   private start = ""; // once it does not: its first characters...
   private end: Buffer = Buffer.alloc(0); // ...and its last bytes
   private fd: number | undefined;
+  private inFile = 0; // bytes written to the file, up to RESULT_FILE.maxBytes
+  private past = { bytes: 0, lineBreaks: 0, end: Buffer.alloc(0) as Buffer }; // what came after those: counted, and its last bytes
   private problem: string | undefined; // why the file could not be written
   private finished: string | undefined;
 
@@ -267,12 +272,33 @@ class ResultFile {
   private write(bytes: Buffer): void {
     if (this.fd === undefined) return; // no file: the two ends are kept, the middle is lost
     try {
-      writeFileSync(this.fd, bytes);
+      const room = Math.max(0, RESULT_FILE.maxBytes - this.inFile);
+      writeFileSync(this.fd, bytes.subarray(0, room));
+      this.inFile += Math.min(room, bytes.length);
+      if (bytes.length > room) this.writeEnd(bytes.subarray(room));
     } catch (error) {
       this.problem = `writing ${this.saved} failed: ${(error as Error).message}`;
       closeSync(this.fd);
       [this.fd, this.saved] = [undefined, undefined];
     }
+  }
+
+  // Past RESULT_FILE.maxBytes the file's end is written again as each piece comes: a note of what
+  // was left out, then the last bytes. The file shows the gap, and can be read at any moment.
+  private writeEnd(bytes: Buffer): void {
+    this.past = { bytes: this.past.bytes + bytes.length, lineBreaks: this.past.lineBreaks + lineBreaksIn(bytes), end: lastBytes(this.past.end, bytes) };
+    const cut = this.leftOut();
+    const note = cut ? `\n[... ${cut.text} left out here: a saved result keeps its first ${RESULT_FILE.maxBytes / 1024 / 1024} MB and its end ...]\n` : "";
+    const end = Buffer.concat([Buffer.from(note), this.past.end]);
+    writeSync(this.fd!, end, 0, end.length, this.inFile);
+    ftruncateSync(this.fd!, this.inFile + end.length);
+  }
+
+  /** What the file left out, if anything: the bytes between its first part and its end. */
+  private leftOut(): { text: string; lineBreaks: number } | undefined {
+    const bytes = this.past.bytes - this.past.end.length;
+    const lineBreaks = this.past.lineBreaks - lineBreaksIn(this.past.end);
+    return bytes > 0 ? { text: `${bytes.toLocaleString("en-US")} bytes (${lineBreaks.toLocaleString("en-US")} lines)`, lineBreaks } : undefined;
   }
 
   /** The result so far, for a command stopped part-way (the name lib/machinery/processes.ts asks for). */
@@ -293,7 +319,9 @@ class ResultFile {
     if (!this.tooLarge) return undefined;
     const size = `${this.characters.toLocaleString("en-US")} characters`;
     const sent = `the model got ${this.finish().length.toLocaleString("en-US")}`;
-    return this.saved ? `[${size}, saved whole in ${this.saved}; ${sent}]` : `[${size}; ${this.problem}; ${sent}]`;
+    const cut = this.leftOut();
+    const saved = cut ? `saved in ${this.saved} but for ${cut.text} in the middle` : `saved whole in ${this.saved}`;
+    return this.saved ? `[${size}, ${saved}; ${sent}]` : `[${size}; ${this.problem}; ${sent}]`;
   }
 
   /** The first and last lines (whole lines where there are line breaks to cut at), and where the rest is. */
@@ -306,11 +334,20 @@ class ResultFile {
     const tail = cutAt !== -1 && cutAt < end.length - 1 ? end.slice(cutAt + 1) : end;
     const lines = this.lineBreaks + (this.endsWithBreak ? 0 : 1);
     const tailLines = tail.split("\n").length - (tail.endsWith("\n") ? 1 : 0);
+    const cut = this.leftOut(); // in the file: the lines it left out, and the note on a line of its own
+    const [whole, fileLines] = cut ? [`The result, but for ${cut.text} in the middle,`, lines - cut.lineBreaks + 2] : ["The whole result", lines];
     const where = this.saved
-      ? `The whole result is in ${this.saved}, ${lines} lines: read the lines you need with read_file (the last ones below start at line ${lines - tailLines + 1}) or search it with grep`
+      ? `${whole} is in ${this.saved}, ${fileLines} lines: read the lines you need with read_file (the last ones below start at line ${fileLines - tailLines + 1}) or search it with grep`
       : `It could not be kept (${this.problem}), so the middle is lost`;
     return `${head}${cutMarker(this.characters - head.length - tail.length, this.characters)}[${where}.]\n${tail}`;
   }
+}
+
+/** How many line breaks `bytes` holds. */
+function lineBreaksIn(bytes: Buffer): number {
+  let count = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 10) count += 1;
+  return count;
 }
 
 /** The last bytes of `before` and `bytes` together, enough for the preview's tail. */
@@ -328,7 +365,9 @@ function lastBytes(before: Buffer, bytes: Buffer): Buffer {
 function newResultFile(callId: string): [number, string] {
   const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
   let opened: [number, string] | undefined;
+  const made = !existsSync(safePath(RESULTS_FOLDER)); // a new folder of the agent's notes: s11's .gitignore
   inFolder(inWorkspace(), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
+    if (made) writeFileSync(".gitignore", "*\n", { flag: "wx" });
     for (let n = 1; !opened; n++) {
       const name = n === 1 ? `${base}.txt` : `${base}-${n}.txt`;
       try {
@@ -463,7 +502,7 @@ const readFileTool = defineTool({
   kind: "read",
   description:
     `Read a text file in the workspace as numbered lines: ${PAGE_LINES} at most, fewer if the page would pass ${RESULT_LIMIT} characters; ` +
-    `lines are cut at ${MAX_LINE} characters. A footer says which lines you got and the offset of the next page. Files of any size can be paged, saved results too.`,
+    `lines are cut at ${MAX_LINE} characters. A footer says which lines you got and the offset of the next page. Files of any size can be paged, up to ${PAGE_REACH / 1024 / 1024} MB in; saved results too.`,
   parameterSchema: {
     type: "object",
     properties: {
@@ -486,10 +525,11 @@ const readFileTool = defineTool({
       throw new Error(`offset ${offset} is past the end of ${given}, which has ${page.total} line${page.total === 1 ? "" : "s"}`);
     }
     const last = offset + page.shown.length - 1;
-    const range = `${last === offset ? `line ${offset}` : `lines ${offset}-${last}`} of ${page.total}`;
+    // A file read only part of the way ("exact" false: lib/machinery/safe-read.ts) has at least page.total lines.
+    const range = `${last === offset ? `line ${offset}` : `lines ${offset}-${last}`} of ${page.exact ? "" : "at least "}${page.total}`;
     // The footer says what the model has and, when there is more, the exact call for the next page.
     let footer = "";
-    if (last < page.total) {
+    if (last < page.total || !page.exact) {
       const why = page.full ? `: a page stops before ${RESULT_LIMIT} characters` : "";
       footer = `[${range}${why}. Next page: offset ${last + 1}${limit === undefined ? "" : `, limit ${limit}`}]`;
     } else if (offset > 1) footer = `[${range}: the end of the file]`;
@@ -1072,56 +1112,71 @@ function readOptions(value: unknown): string[] {
 // #endregion ask-user
 
 // #region settings
-// What .agent/settings.json in the workspace may say: the seed's keys and nothing else, as a
-// JSON Schema checked before anything starts, so a typo (`mcpServer`) is named rather than
-// quietly doing nothing.
+// Where tools from outside are configured: .agent/settings.json in the workspace (Qwen Code's
+// keys) and the project's .mcp.json (Claude Code's file: its mcpServers). Each entry is checked
+// against a JSON Schema before anything starts: a typo (`mcpServer`) is named rather than
+// quietly doing nothing, and a broken entry is left out while the others are used.
 const SETTINGS_FILE = ".agent/settings.json";
+const MCP_FILE = ".mcp.json";
+const MAX_SETTINGS_BYTES = 256 * 1024; // a settings file is small: a FIFO, a device or a huge file is refused unread
 
-/** One entry of mcpServers: `timeout` in milliseconds (to start, and for each call); `trust`: its tools run without asking. */
-type ServerSettings = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeout?: number; trust?: boolean };
+/** One entry of mcpServers: lib's McpEntry (a program over stdio, or an address over HTTP), with `timeout` in milliseconds (to start, and for each call) and `trust`: its tools run without asking. */
+type ServerSettings = McpEntry & { timeout?: number; trust?: boolean };
 type Settings = { tools?: { toolDiscoveryCommand?: string; toolCallCommand?: string }; mcpServers?: Record<string, ServerSettings> };
 
-const SETTINGS_SCHEMA = {
-  type: "object",
-  properties: {
-    tools: {
-      type: "object",
-      properties: { toolDiscoveryCommand: { type: "string", minLength: 1 }, toolCallCommand: { type: "string", minLength: 1 } },
-      dependencies: { toolDiscoveryCommand: ["toolCallCommand"] }, // a tool found must have a way to run
-      additionalProperties: false,
-    },
-    mcpServers: {
-      type: "object",
-      additionalProperties: {
-        type: "object",
-        properties: {
-          command: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } },
-          env: { type: "object", additionalProperties: { type: "string" } }, cwd: { type: "string" },
-          timeout: { type: "integer", minimum: 1 }, trust: { type: "boolean" },
-        },
-        required: ["command"],
-        additionalProperties: false,
-      },
-    },
+const STRINGS = { type: "object", additionalProperties: { type: "string" } };
+const SCHEMAS = {
+  tools: {
+    type: "object",
+    properties: { toolDiscoveryCommand: { type: "string", minLength: 1 }, toolCallCommand: { type: "string", minLength: 1 } },
+    dependencies: { toolDiscoveryCommand: ["toolCallCommand"] }, // a tool found must have a way to run
+    additionalProperties: false,
   },
-  additionalProperties: false,
+  server: {
+    type: "object",
+    properties: {
+      type: { enum: ["stdio", "http"] }, command: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } }, env: STRINGS, cwd: { type: "string" },
+      url: { type: "string", minLength: 1 }, headers: STRINGS, timeout: { type: "integer", minimum: 1 }, trust: { type: "boolean" },
+    },
+    if: { properties: { type: { const: "http" } }, required: ["type"] }, then: { required: ["url"] }, else: { required: ["command"] },
+    additionalProperties: false,
+  },
 };
 
-/** The settings of the workspace `root`. With a mistake in them, none: one line names the file, the place and the problem. */
-function readSettings(root: string): { settings: Settings; problem?: string } {
-  const file = path.join(root, SETTINGS_FILE);
-  if (!existsSync(file)) return { settings: {} };
-  let data: unknown;
-  let text = "";
-  try {
-    text = readFileSync(file, "utf8");
-    data = JSON.parse(text);
-  } catch (error) {
-    return { settings: {}, problem: `${SETTINGS_FILE} is not valid JSON: ${jsonError(text, error as Error)}` };
+/** What both files of the workspace `root` configure, and in one line each what is wrong and left out. */
+function readSettings(root: string): { settings: Settings; problems: string[] } {
+  const settings: Settings = {};
+  const problems: string[] = [];
+  for (const [file, keys] of [[SETTINGS_FILE, ["tools", "mcpServers"]], [MCP_FILE, ["mcpServers"]]] as const) {
+    const { data, problem } = readJson(path.join(root, file), file);
+    const shape = { type: "object", properties: Object.fromEntries(keys.map((key) => [key, { type: "object" }])), additionalProperties: false };
+    const wrong = problem ?? (data === undefined ? "" : mistakes(shape, data));
+    if (wrong) problems.push(`${problem ? "" : `${file}: `}${wrong}; nothing of it is used`);
+    if (wrong || data === undefined) continue;
+    const { tools, mcpServers = {} } = data as Settings;
+    const toolsWrong = tools && mistakes(SCHEMAS.tools, tools, "tools");
+    if (toolsWrong) problems.push(`${file}: ${toolsWrong}; the discovery command was left out`);
+    else if (tools) settings.tools = tools;
+    for (const [name, entry] of Object.entries(mcpServers)) {
+      const entryWrong = mistakes(SCHEMAS.server, entry, `mcpServers.${name}`);
+      if (entryWrong) problems.push(`${file}: ${entryWrong}; that server was left out`);
+      else if (settings.mcpServers?.[name]) problems.push(`${file}: mcpServers.${name} was left out: ${SETTINGS_FILE} has a server of that name`);
+      else (settings.mcpServers ??= {})[name] = entry;
+    }
   }
-  const checkSettings = jsonSchemaValidator().compile(SETTINGS_SCHEMA); // ajv compiles a schema once, then keeps it
-  if (!checkSettings(data)) return { settings: {}, problem: `${SETTINGS_FILE}: ${placedErrors(checkSettings.errors ?? [], "the settings")}` };
-  return { settings: data as Settings };
+  return { settings, problems };
+}
+
+/** A settings file's JSON, undefined when there is none; lib/runtime/env.ts reads only a regular file, of at most MAX_SETTINGS_BYTES. */
+function readJson(file: string, name: string): { data?: unknown; problem?: string } {
+  let text: string | undefined;
+  try {
+    text = readSettingsFile(file, MAX_SETTINGS_BYTES);
+    return { data: text === undefined ? undefined : JSON.parse(text) };
+  } catch (error) {
+    const { message } = error as Error;
+    return { problem: text === undefined ? message.replace(file, name) : `${name} is not valid JSON: ${jsonError(text, error as Error)}` };
+  }
 }
 
 /** Where JSON.parse stopped, as a line and a column a person can find. */
@@ -1133,27 +1188,43 @@ function jsonError(text: string, error: Error): string {
   return `line ${before.length}, column ${before.at(-1)!.length + 1}: ${reason}`;
 }
 
+/** What is wrong with `data`, each with its place under `at`: `mcpServers.docs.args must be an array`; "" when nothing. */
+function mistakes(schema: object, data: unknown, at = ""): string {
+  const check = jsonSchemaValidator().compile(schema); // ajv compiles a schema once, then keeps it
+  return check(data) ? "" : placedErrors(check.errors ?? [], "the settings", at);
+}
+
 /** ajv's findings, each with its place: `mcpServers.docs.args must be an array`. */
-function placedErrors(errors: ErrorObject[], whole: string): string {
+function placedErrors(errors: ErrorObject[], whole: string, at = ""): string {
   return errors
+    .filter((error) => error.keyword !== "if") // `must match "else" schema`: the error beside it says what is missing
     .map((error) => {
-      const place = error.instancePath.slice(1).replaceAll("/", ".");
+      const place = [at, ...error.instancePath.split("/").slice(1)].filter(Boolean).join(".");
       const { params } = error;
       if (error.keyword === "additionalProperties") return `${place ? `${place}: ` : ""}unknown setting "${params.additionalProperty}"`;
       if (error.keyword === "required") return `${place ? `${place}: ` : ""}"${params.missingProperty}" is missing`;
       if (error.keyword === "type") return `${place || whole} must be ${/^[aeiou]/.test(params.type) ? "an" : "a"} ${params.type}`;
+      if (error.keyword === "enum") return `${place || whole} must be one of ${params.allowedValues.join(", ")}`;
       return `${place || whole} ${error.message}`;
     })
     .join("; ");
 }
+
+// The person's own settings, in their home, where a project cannot write: the commands and
+// servers of each project they allowed to start, as the entries were when they allowed them.
+const PERSONAL = { file: () => path.join(os.homedir(), SETTINGS_FILE), name: `~/${SETTINGS_FILE}` };
+type Personal = { trustedProjects?: Record<string, Settings> };
 // #endregion settings
 
 // #region command-tools
 // The seed's command-based discovery: the project lists its tools by printing function
 // declarations, and runs one when asked. The agent knows nothing else about them.
 
-/** How long the agent waits for what runs outside it, in milliseconds (exported so tests can shorten them). */
-export const TIME_LIMITS = { discovery: 30_000, call: DEFAULT_TIMEOUT * 1000, serverStart: 30_000, serverCall: DEFAULT_TIMEOUT * 1000 };
+/**
+ * How long the agent waits for what runs outside it, in ms (exported so tests can shorten them). A
+ * call that reports progress starts its server's limit again at each report, up to serverTotal.
+ */
+export const TIME_LIMITS = { discovery: 30_000, call: DEFAULT_TIMEOUT * 1000, serverStart: 30_000, serverCall: DEFAULT_TIMEOUT * 1000, serverTotal: 600_000 };
 
 /**
  * A tool found outside the program, before the registry gives it its final name: `wanted` is
@@ -1168,6 +1239,10 @@ interface FoundTool {
   description: string;
   schema: Record<string, unknown>;
   trusted: boolean;
+  /** The JSON Schema dialect of a schema that declares none: draft-07 unless this says MCP's 2020-12. */
+  dialect?: "2020-12";
+  /** What the tool says of itself (MCP's readOnlyHint): believed only from a trusted server. */
+  readOnly?: boolean;
   run(params: Params, signal: AbortSignal): Promise<ToolResult>;
 }
 
@@ -1239,132 +1314,65 @@ const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
 // #endregion command-tools
 
 // #region mcp
-// MCP servers through the official SDK over stdio: the agent starts each server as a process,
-// asks for its tools (tools/list) and calls them (tools/call) on its stdin and stdout. The
-// SDK is loaded only when a server is configured, so the program still starts at once.
+// MCP servers through the official SDK: lib/machinery/mcp.ts starts one (a program over stdio,
+// or an address over HTTP), calls it and turns its answers into content. Decided here: a
+// server's tools are named server__tool, and are believed about themselves only when trusted.
 
-/** A server the agent started: its client and process, and why it stopped, once it has. */
-interface Connection {
-  name: string;
-  client: Client;
-  transport: StdioClientTransport;
-  /** The mark in its environment (as bash's commands have): what it starts carries it too. */
-  mark: string;
-  /** The last of what the server wrote to stderr: often the reason it failed. */
-  stderr: string;
-  stopped?: string;
-}
-
-const connections: Connection[] = [];
-// The SDK's error codes for "no answer in time" and "the connection closed".
-const [REQUEST_TIMEOUT, CONNECTION_CLOSED] = [-32001, -32000];
+/** The servers started, to end them again. */
+const connections: McpConnection[] = [];
 
 /** Start one server and list its tools, within its time limit; a server that fails is stopped and named. */
 async function toolsFromServer(name: string, server: ServerSettings, root: string): Promise<Found> {
-  const found: Found = { source: `MCP server ${name}${server.trust ? " (trusted)" : ""}`, tools: [], problems: [] };
-  const cwd = path.resolve(root, server.cwd ?? ".");
-  if (!existsSync(cwd)) return { ...found, problems: [`could not start: its cwd ${cwd} does not exist`] };
-  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-  const { StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-  // The SDK gives a server only a few variables (PATH, HOME, ...); the settings add theirs. The
-  // mark is as bash's: when the program ends, every process that carries it ends, so a server
-  // and whatever it started end with the program (on Linux; elsewhere a server sees its stdin
-  // close, and a well-made server stops).
-  const { mark, env: marked } = newProcessMark();
-  const env = { ...getDefaultEnvironment(), ...server.env, ...marked };
-  const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, env, stderr: "pipe" });
-  const connection: Connection = { name, client: new Client({ name: "agent-workbook-s08", version: "1.0.0" }), transport, mark, stderr: "" };
-  transport.stderr?.on("data", (chunk: Buffer) => (connection.stderr = (connection.stderr + chunk).slice(-2000)));
-  connection.client.onclose = () => (connection.stopped ??= `it stopped${connection.stderr ? `: ${lastLine(connection.stderr)}` : ""}`);
-  connections.push(connection);
-  const limit = server.timeout ?? TIME_LIMITS.serverStart;
-  const deadline = AbortSignal.timeout(limit);
-  try {
-    await connection.client.connect(transport, { signal: deadline, timeout: limit });
-    const { tools } = await connection.client.listTools(undefined, { signal: deadline, timeout: limit });
-    for (const tool of tools) {
-      found.tools.push({
-        ...{ wanted: `${name}__${tool.name}`, original: tool.name, origin: `MCP server ${name}${server.trust ? ", trusted" : ""}`, displayName: `${name}: ${tool.name}`, trusted: server.trust === true },
-        description: tool.description ?? `The tool ${tool.name} of the MCP server ${name}.`,
-        schema: tool.inputSchema,
-        run: (params, signal) => callServerTool(connection, tool.name, params, signal, server.timeout ?? TIME_LIMITS.serverCall),
-      });
+  const trusted = server.trust === true;
+  const found: Found = { source: `MCP server ${name}${trusted ? " (trusted)" : ""}`, tools: [], problems: [] };
+  const started = await McpConnection.start(name, server, root, server.timeout ?? TIME_LIMITS.serverStart).catch((error: Error) => error);
+  if (started instanceof Error) return { ...found, problems: [`could not start: ${started.message}`] };
+  connections.push(started.connection);
+  for (const tool of started.tools) {
+    // A tool that must run as a task (MCP's long-running calls) would be listed and then fail.
+    if (tool.execution?.taskSupport === "required") {
+      found.problems.push(`"${tool.name}" was left out: it runs only as a task (execution.taskSupport "required"), which this agent does not do`);
+      continue;
     }
-  } catch (error) {
-    const why = deadline.aborted
-      ? `no answer within ${limit / 1000} s, so it was stopped`
-      : (error as NodeJS.ErrnoException).code === "ENOENT"
-        ? `"${server.command}" was not found`
-        : (connection.stopped ?? (error as Error).message);
-    found.problems.push(`could not start: ${why}`);
-    await closeConnection(connection, "kill");
+    found.tools.push({
+      ...{ wanted: `${name}__${tool.name}`, original: tool.name, origin: `MCP server ${name}${trusted ? ", trusted" : ""}`, displayName: `${name}: ${tool.name}`, trusted },
+      description: tool.description ?? `The tool ${tool.name} of the MCP server ${name}.`,
+      schema: tool.inputSchema,
+      ...{ dialect: "2020-12" as const, readOnly: tool.annotations?.readOnlyHint === true },
+      run: (params, signal) => callServerTool(started.connection, tool.name, params, signal, { call: server.timeout ?? TIME_LIMITS.serverCall, total: TIME_LIMITS.serverTotal }),
+    });
   }
   return found;
 }
 
-/** tools/call on the server; an error result, a timeout or a server that stopped becomes a clear error. */
-async function callServerTool(connection: Connection, tool: string, params: Params, signal: AbortSignal, limit: number): Promise<ToolResult> {
-  const gone = "its tools work again when the agent starts again";
-  if (connection.stopped) throw new Error(`the MCP server ${connection.name} is not running (${connection.stopped}); ${gone}`);
-  let result: { content?: McpContent[]; isError?: boolean };
-  try {
-    result = (await connection.client.callTool({ name: tool, arguments: params }, undefined, { signal, timeout: limit })) as typeof result;
-  } catch (error) {
-    const code = (error as { code?: number }).code;
-    if (signal.aborted) throw error;
-    if (code === REQUEST_TIMEOUT) throw new Error(`the MCP server ${connection.name} gave no answer within ${limit / 1000} s`);
-    if (code === CONNECTION_CLOSED) throw new Error(`the MCP server ${connection.name} stopped during the call (${connection.stopped ?? "connection closed"}); ${gone}`);
-    throw error;
-  }
-  const content = toContent(result.content ?? []);
+/** tools/call, its progress shown as it comes. An error result (isError) is the tool's answer, not the server's failure: it goes back as is_error. */
+async function callServerTool(connection: McpConnection, tool: string, params: Params, signal: AbortSignal, limits: CallLimits): Promise<ToolResult> {
+  const progress = (line: string) => console.log(dim(`  [${connection.name}: ${tool}] ${visible(line)}`));
+  const { content, isError } = await connection.call(tool, params, signal, limits, progress);
   const shown = content.map((block) => (block.type === "text" ? block.text : `[image, ${block.source.type === "base64" ? block.source.media_type : "url"}]`)).join("\n");
-  // An error result (isError) is the tool's answer, not the server's failure: it goes back as is_error.
-  if (result.isError) throw new Error(shown || `${tool} failed and said nothing`);
+  if (isError) throw new Error(shown || `${tool} failed and said nothing`);
   return { llmContent: content, returnDisplay: shown };
 }
 
-type McpContent =
-  | { type: "text"; text: string }
-  | { type: "image" | "audio"; data: string; mimeType: string }
-  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } }
-  | { type: "resource_link"; uri: string; name?: string };
-
-const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
-const MAX_IMAGE_BASE64 = 5 * 1024 * 1024; // the API takes images of up to 5 MB
-
-/** An MCP result as tool_result content: text as text, an image the API takes as an image, anything else named in words. */
-function toContent(parts: McpContent[]): (TextBlockParam | ImageBlockParam)[] {
-  const text = (value: string): TextBlockParam => ({ type: "text", text: value });
-  const image = (mimeType: string | undefined, data: string | undefined): ImageBlockParam | undefined => {
-    const media = IMAGE_TYPES.find((type) => type === mimeType);
-    return media && data && data.length <= MAX_IMAGE_BASE64 ? { type: "image", source: { type: "base64", media_type: media, data } } : undefined;
+/**
+ * Claude Code's ReadMcpResource: a resource of a running server by its URI, such as a link in a
+ * result. Reading is what resources are for, so it is a read: the question was whether to start
+ * the server at all.
+ */
+function readResourceTool(): AgentTool {
+  const servers = { type: "string", enum: connections.map((connection) => connection.name).sort() };
+  const parameterSchema = { type: "object" as const, properties: { server: servers, uri: { type: "string" } }, required: ["server", "uri"], additionalProperties: false };
+  return {
+    ...{ name: "read_mcp_resource", displayName: "ReadMcpResource", kind: "read", parameterSchema, validateToolParams: schemaCheck(parameterSchema) },
+    description: "Read a resource of an MCP server by its URI, such as a resource link in a tool's result.",
+    getDescription: (params) => `${params.server} ${params.uri}`,
+    shouldConfirmExecute: async () => false,
+    async execute(params, signal) {
+      const connection = connections.find((each) => each.name === params.server)!;
+      const content = await connection.read(String(params.uri), signal, TIME_LIMITS.serverCall);
+      return { llmContent: content, returnDisplay: content.map((block) => (block.type === "text" ? block.text : "[image]")).join("\n") };
+    },
   };
-  if (parts.length === 0) return [text("(no content)")];
-  return parts.map((part) => {
-    if (part.type === "text") return text(part.text);
-    if (part.type === "image") return image(part.mimeType, part.data) ?? text(`[an image of type ${part.mimeType}, which cannot be shown to the model]`);
-    if (part.type === "resource") {
-      const { uri, mimeType, text: body, blob } = part.resource;
-      if (body !== undefined) return text(`[resource ${uri}]\n${body}`);
-      return image(mimeType, blob) ?? text(`[resource ${uri}: ${mimeType ?? "binary"} data, not shown]`);
-    }
-    if (part.type === "resource_link") return text(`[resource link ${part.uri}${part.name ? ` (${part.name})` : ""}]`);
-    return text(`[${part.type} content, which cannot be shown to the model]`);
-  });
-}
-
-/** Close one server: politely (stdin closes, then SIGTERM) or, for one that hangs, at once. */
-async function closeConnection(connection: Connection, how: "close" | "kill" = "close"): Promise<void> {
-  const pid = connection.transport.pid;
-  if (how === "kill" && pid) killServer(pid);
-  await connection.client.close().catch(() => {});
-  endProcesses(`${connection.mark}\0`, []); // and whatever it started
-}
-
-function killServer(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {} // it has ended already
 }
 // #endregion mcp
 
@@ -1373,30 +1381,33 @@ function killServer(pid: number): void {
 const origins = new Map<string, string>();
 
 /**
- * Read the workspace's settings, run the discovery command and start the MCP servers, all at
- * once, and register what they offer. Resolves when every source has answered or run out of
- * time; what failed is said in one line each, and everything else works. TOOLS is refilled in
- * place: it is the array the loop sends, so the model sees the new tools at its next request.
+ * Read the workspace's settings, ask the person before starting what is new, run the discovery
+ * command and start the MCP servers, all at once, and register what they offer. Resolves when
+ * every source has answered or run out of time; what failed is said in one line each, and the
+ * rest works. TOOLS is refilled in place: the loop sends that array, so the model sees the new
+ * tools at its next request.
  */
 export async function discoverTools(): Promise<{ tools: string[]; problems: string[] }> {
   const root = workspace();
-  const { settings, problem } = readSettings(root);
+  const { settings, problems } = readSettings(root);
+  const allowed = await allowedToStart(root, settings, problems);
   await dropDiscoveredTools();
-  const report = { tools: [] as string[], problems: [] as string[] };
-  if (problem) {
-    report.problems.push(problem);
-    console.log(`[tools] ${problem}; only the built-in tools are used`);
-    return report;
-  }
-  const { toolDiscoveryCommand, toolCallCommand } = settings.tools ?? {};
+  for (const problem of problems) console.log(`[tools] ${problem}`);
+  const report = { tools: [] as string[], problems };
+  const { toolDiscoveryCommand, toolCallCommand } = allowed.tools ?? {};
   // Each source says what went wrong rather than throwing; should one throw all the same, it
   // becomes that source's problem, and the others are still registered.
   const settle = (source: string, found: Promise<Found>) => found.catch((error: Error): Found => ({ source, tools: [], problems: [error.message] }));
   const sources = await Promise.all([
+    ...Object.entries(allowed.mcpServers ?? {}).map(([name, server]) => settle(`MCP server ${name}`, toolsFromServer(name, server, root))),
     ...(toolDiscoveryCommand && toolCallCommand ? [settle("discovery command", toolsFromCommand(toolDiscoveryCommand, toolCallCommand))] : []),
-    ...Object.entries(settings.mcpServers ?? {}).map(([name, server]) => settle(`MCP server ${name}`, toolsFromServer(name, server, root))),
   ]);
-  // Registered in the order of the settings, whichever answered first, so the names are the same every time.
+  // The agent's own tool for the servers' resources first, then the servers' tools, then the
+  // command's: `server__tool` is the server's name, and a command's tool must not take it.
+  if (connections.length > 0) {
+    registry.registerTool(readResourceTool());
+    origins.set("read_mcp_resource", "built in, for the MCP servers' resources");
+  }
   for (const found of sources) {
     const names = found.tools.flatMap((tool) => register(tool, found));
     if (names.length > 0 || found.problems.length === 0) console.log(`[tools] ${found.source}: ${names.join(", ") || "no tools"}`);
@@ -1408,19 +1419,68 @@ export async function discoverTools(): Promise<{ tools: string[]; problems: stri
   return report;
 }
 
-/** Register one found tool under a valid, free name; [] when its schema cannot be used. */
-function register(found: FoundTool, from: Found): string[] {
-  const name = freeName(found.wanted);
-  let tool: AgentTool;
+/**
+ * A project's commands and servers run someone else's code as they start, in every approval
+ * mode: the person allows them first, their `trust` with them. What they allowed before, as it
+ * is now, starts without a question (PERSONAL); the rest is asked about once, or with no one
+ * at the terminal does not start.
+ */
+async function allowedToStart(root: string, settings: Settings, problems: string[]): Promise<Settings> {
+  if (!settings.tools && !settings.mcpServers) return settings; // nothing to start
+  const personal = readJson(PERSONAL.file(), PERSONAL.name);
+  if (personal.problem) problems.push(personal.problem);
+  const before = (personal.data as Personal | undefined)?.trustedProjects?.[root] ?? {};
+  const allowed: Settings = { tools: settings.tools, mcpServers: { ...settings.mcpServers } };
+  const asking = new Map<string, () => void>(); // each new entry, and how to leave it out
+  if (settings.tools && !isDeepStrictEqual(settings.tools, before.tools)) asking.set(`tools: ${JSON.stringify(settings.tools)}`, () => delete allowed.tools);
+  for (const [name, entry] of Object.entries(settings.mcpServers ?? {})) {
+    if (!isDeepStrictEqual(entry, before.mcpServers?.[name])) asking.set(`mcpServers.${name}: ${JSON.stringify(entry)}`, () => delete allowed.mcpServers![name]);
+  }
+  if (asking.size === 0) return allowed;
+  const answer = terminal().hasPerson ? await askToStart([...asking.keys()]) : undefined;
+  if (answer === "a") remember(root, settings, problems);
+  if (answer === "y" || answer === "a") return allowed;
+  for (const leaveOut of asking.values()) leaveOut();
+  const why = answer ? "the person said no" : `no one is at the terminal to allow them: start the agent at a terminal once, or list them under trustedProjects in ${PERSONAL.name}`;
+  problems.push(`not started: ${[...asking.keys()].map((line) => line.split(":")[0]).join(", ")} (${why})`);
+  return allowed;
+}
+
+/** One question for everything new: "y", "a" or "n" (any other answer is a no). */
+async function askToStart(entries: string[]): Promise<string> {
+  console.log(`\nThis project's settings start programs of their own; a server with "trust": true runs its tools without asking:`);
+  console.log(`${indent(visible(entries.join("\n")))}\n  y: start them   a: yes, and remember it in ${PERSONAL.name}   n: no`);
+  while (true) {
+    const answer = (await terminal().ask("start? ", { fresh: true }))?.trim().toLowerCase();
+    if (answer === undefined || !/^(y|yes|a|always|)$/.test(answer)) return "n";
+    if (answer) return answer[0];
+  }
+}
+
+/** Keep the person's yes in their own settings, beside what else is there. */
+function remember(root: string, settings: Settings, problems: string[]): void {
   try {
-    tool = outsideTool(name, found);
+    const { data = {}, problem } = readJson(PERSONAL.file(), PERSONAL.name);
+    if (problem || typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(problem ?? `${PERSONAL.name} is not an object`);
+    const personal = { ...(data as Personal), trustedProjects: { ...(data as Personal).trustedProjects, [root]: settings } };
+    const home = realpathSync(os.homedir());
+    writeAtomically(PERSONAL.file(), `${JSON.stringify(personal, null, 2)}\n`, PERSONAL.name, { root: home, isInside }, { createFolders: true });
   } catch (error) {
-    from.problems.push(`"${found.wanted}" was left out: its parameter schema is not valid JSON Schema (${(error as Error).message})`);
+    problems.push(`not remembered: ${(error as Error).message}`);
+  }
+}
+
+/** Register one found tool under a valid, free name; [] when it cannot be used. Whatever fails here is that tool's problem, never all of discovery's. */
+function register(found: FoundTool, from: Found): string[] {
+  try {
+    const name = freeName(found.wanted);
+    registry.registerTool(outsideTool(name, found));
+    origins.set(name, found.origin + (name === found.wanted ? "" : `, where it is called "${found.original}"`));
+    return [name];
+  } catch (error) {
+    from.problems.push(`"${found.wanted}" was left out: ${(error as Error).message}`);
     return [];
   }
-  registry.registerTool(tool);
-  origins.set(name, found.origin + (name === found.wanted ? "" : `, where it is called "${found.original}"`));
-  return [name];
 }
 
 /** A name the API takes (letters, digits, _ and -, at most 64 characters) that no tool has yet. */
@@ -1431,17 +1491,23 @@ function freeName(wanted: string): string {
   return name;
 }
 
-/** A found tool as a registry entry. It runs someone else's code, so it asks first (as bash does) unless trusted. */
+/**
+ * A found tool as a registry entry. Its schema is checked as written, in the dialect it declares;
+ * the model gets one object schema (schemaForModel: the API refuses a top-level oneOf), without
+ * `$schema`. It runs someone else's code: a command that asks first (as bash does) unless
+ * trusted, and a read only when a trusted server says so.
+ */
 function outsideTool(name: string, found: FoundTool): AgentTool {
-  // `$schema` names a draft the API may not take; the rest is sent as it came.
-  const { $schema: _draft, ...schema } = { ...found.schema, type: "object" } as Tool["input_schema"];
+  let validateToolParams: AgentTool["validateToolParams"];
+  try {
+    validateToolParams = outsideSchemaCheck(found.schema, dialectOf(found.schema, found.dialect ?? "draft-07"));
+  } catch (error) {
+    throw new Error(`its parameter schema is not valid JSON Schema (${(error as Error).message})`);
+  }
+  const { $schema: _draft, ...schema } = { ...(schemaForModel(found.schema) ?? found.schema), type: "object" } as Tool["input_schema"];
   return {
-    name,
-    displayName: found.displayName,
-    description: found.description,
-    kind: "execute",
-    parameterSchema: schema,
-    validateToolParams: outsideSchemaCheck(schema),
+    ...{ name, displayName: found.displayName, description: found.description, parameterSchema: schema, validateToolParams },
+    kind: found.trusted && found.readOnly ? "read" : "execute",
     getDescription: (params) => JSON.stringify(params),
     shouldConfirmExecute: async (params) => (found.trusted ? false : { title: `Run ${found.displayName} (${found.origin})?`, details: JSON.stringify(params, null, 2) }),
     execute: found.run,
@@ -1453,7 +1519,7 @@ export async function dropDiscoveredTools(): Promise<void> {
   for (const name of origins.keys()) registry.unregisterTool(name);
   origins.clear();
   TOOLS.splice(0, TOOLS.length, ...registry.getFunctionDeclarations());
-  await Promise.all(connections.splice(0).map((connection) => closeConnection(connection)));
+  await Promise.all(connections.splice(0).map((connection) => connection.close()));
 }
 
 /** `--list-tools`: every tool the model would see here, and where it came from. Exit code 1 if something failed. */
@@ -1488,8 +1554,12 @@ const TODO_RULES: { rule: string; broken: (list: Todo[]) => string | undefined }
   {
     rule: "ids unique",
     broken: (list) => {
-      const again = list.find((item, i) => list.findIndex((other) => other.id === item.id) !== i);
-      return again && `the id "${again.id}" is used more than once`;
+      const seen = new Set<string>(); // one pass: the time grows with the list, not with its square
+      for (const item of list) {
+        if (seen.has(item.id)) return `the id "${item.id}" is used more than once`;
+        seen.add(item.id);
+      }
+      return undefined;
     },
   },
   {
@@ -1541,8 +1611,10 @@ const todoWriteTool = defineTool({
   },
   getDescription: (params) => summary(params.todos as Todo[]),
   async execute(params) {
-    const list = (params.todos as Todo[]).map(({ id, content, status }) => ({ id, content, status }));
-    const broken = TODO_RULES.flatMap(({ rule, broken }) => {
+    const list = params.todos as Todo[];
+    // The length first, alone: a list over the limit is refused before any work on its items.
+    const rules = list.length > MAX_TODOS ? TODO_RULES.slice(0, 1) : TODO_RULES;
+    const broken = rules.flatMap(({ rule, broken }) => {
       const how = broken(list);
       return how ? [`"${rule}" (${how})`] : [];
     });
@@ -1550,7 +1622,7 @@ const todoWriteTool = defineTool({
     if (broken.length > 0) {
       throw new Error(`the list was refused: it breaks the rule ${broken.join(" and the rule ")}. The list is unchanged:\n${checklist(todos, { ids: true })}`);
     }
-    todos = list;
+    todos = list.map(({ id, content, status }) => ({ id, content, status }));
     // The person reads the plan; the model, which wrote it, needs only to know it was kept.
     return { llmContent: todos.length === 0 ? "Todo list cleared." : `Todo list saved: ${summary(todos)}.`, returnDisplay: checklist(todos) };
   },
@@ -1648,6 +1720,7 @@ function resetTodos(): void {
 // call. Only its last answer comes back; the files it read and the commands it ran stay in its
 // messages, which are dropped when it ends.
 const CHILD_MAX_CALLS = 30;
+const MAX_CHILDREN_AT_ONCE = 4; // subagents running at the same time, at most: more tasks wait for a place
 
 /** The subagent whose code is running now, if any: its steps are shown under its label. */
 const childRun = new AsyncLocalStorage<{ label: string }>();
@@ -1675,7 +1748,7 @@ const taskTool = defineTool({
   description:
     "Hand a side task to a subagent: it starts with a fresh context (none of this conversation), has bash, read_file, write_file and edit_file, " +
     `works through up to ${CHILD_MAX_CALLS} model calls, and returns only its final answer. Use it for work that takes much reading, so that reading does not fill your context. ` +
-    "The prompt must say everything the subagent needs: it knows nothing else. Several task calls in one reply run at the same time.",
+    `The prompt must say everything the subagent needs: it knows nothing else. Several task calls in one reply run at the same time, ${MAX_CHILDREN_AT_ONCE} at most; the others wait their turn.`,
   parameterSchema: {
     type: "object",
     properties: {
@@ -1689,10 +1762,25 @@ const taskTool = defineTool({
   async execute(params, signal) {
     const [description, prompt] = [String(params.description).trim(), String(params.prompt).trim()];
     if (!description || !prompt) throw new Error(`the ${description ? "prompt" : "description"} is empty: say what the subagent should do`);
-    const { answer, figures } = await runChild(description, prompt, signal);
+    await takePlace(signal);
+    const { answer, figures } = await runChild(description, prompt, signal).finally(leavePlace);
     return { llmContent: `${answer}\n\n[${figures}]`, returnDisplay: figures };
   },
 });
+
+// Sixty tasks in one reply would be sixty model calls at once, which a provider meets with rate
+// limits. So a task waits for a place; a place freed wakes the waiting tasks, which check again
+// in the order they came. Ctrl-C ends a wait: `once` rejects when the signal aborts.
+let childrenRunning = 0;
+const placeFreed = new EventEmitter().setMaxListeners(0); // one listener per waiting task
+async function takePlace(signal: AbortSignal): Promise<void> {
+  while (childrenRunning >= MAX_CHILDREN_AT_ONCE) await once(placeFreed, "freed", { signal });
+  childrenRunning += 1;
+}
+function leavePlace(): void {
+  childrenRunning -= 1;
+  placeFreed.emit("freed");
+}
 
 /** What a subagent spent, for the line the parent and the person see. */
 interface Spent {
@@ -1727,11 +1815,11 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
         for (const block of response.content) if (block.type === "text") show(visible(block.text));
-        // A server tool at work: sent back as it is, the reply goes on (within the budget of calls).
-        if (response.stop_reason === "pause_turn" && spent.calls < CHILD_MAX_CALLS) continue;
-        if (response.stop_reason !== "tool_use") return { answer: lastAnswer(response), figures: figuresOf(spent) };
-        // Its calls would run, but it could never read their results.
+        if (response.stop_reason !== "tool_use" && response.stop_reason !== "pause_turn") return { answer: lastAnswer(response), figures: figuresOf(spent) };
+        // It asked to go on (its tools, or a server tool at work), but it could never read what comes next.
         if (spent.calls === CHILD_MAX_CALLS) throw new Error(`it reached its limit of ${CHILD_MAX_CALLS} model calls without finishing; give it a smaller task`);
+        // A server tool at work: sent back as it is, the reply goes on.
+        if (response.stop_reason === "pause_turn") continue;
         const results = await runChildTools(response.content);
         spent.toolCalls += results.length;
         messages.push({ role: "user", content: results });
@@ -1745,9 +1833,10 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
   });
 }
 
-/** The subagent's answer: the text of its last reply, when that reply is a normal ending. */
+/** The subagent's answer: the text of its last reply, when that reply is a normal ending (one cut off is none). */
 function lastAnswer(response: Message): string {
   if (response.stop_reason === "max_tokens") throw new Error(`its last reply was cut off at ${MAX_TOKENS} tokens`);
+  if (response.stop_reason === "model_context_window_exceeded") throw new Error("its last reply was cut off: its context window was full; give it a smaller task");
   if (response.stop_reason === "refusal") throw new Error("its model declined to continue");
   const text = response.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n").trim();
   if (!text) throw new Error("it finished without writing an answer");
@@ -1781,7 +1870,7 @@ function show(text: string): void {
  * every request of a session, so that array names the conversation (a WeakMap key).
  */
 interface Conversation {
-  /** The transcript file, relative to the workspace: `.transcripts/<time>.jsonl`. */
+  /** The transcript file, relative to the workspace: `.agent/transcripts/<time>.jsonl`. */
   transcript?: string;
   /** The workspace the transcript belongs to: where the conversation's first request was made. */
   home?: string;
@@ -1794,13 +1883,15 @@ interface Conversation {
   summary?: MessageParam;
   /** The input tokens of the last request, from its reply's usage. */
   contextTokens: number;
+  /** After a compaction failed: no automatic one until a request uses more input tokens than this. */
+  retryAt: number;
 }
 
 const conversations = new WeakMap<MessageParam[], Conversation>();
 
 function conversationOf(messages: MessageParam[]): Conversation {
   let conversation = conversations.get(messages);
-  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0 }));
+  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0, retryAt: 0 }));
   return conversation;
 }
 
@@ -1820,9 +1911,9 @@ function saveTranscript(conversation: Conversation, messages: MessageParam[], ex
     conversation.home ??= here;
     if (here !== conversation.home) throw new Error(`the working directory is ${here}, not this conversation's workspace ${conversation.home}`);
     conversation.transcript ??= newTranscriptName();
-    // Checked at every write: a .transcripts that became a link to elsewhere is refused.
+    // Checked at every write: a transcripts folder that became a link to elsewhere is refused.
     const file = safePath(conversation.transcript);
-    mkdirSync(path.dirname(file), { recursive: true });
+    notesFolder(path.dirname(file));
     appendFileSync(file, lines);
     conversation.written = messages.length;
     conversation.writeProblem = undefined;
@@ -1835,11 +1926,25 @@ function saveTranscript(conversation: Conversation, messages: MessageParam[], ex
   }
 }
 
+// The agent's own notes live in its folder, .agent, which searches leave out (grep, glob).
+const TRANSCRIPTS = ".agent/transcripts";
+
 function newTranscriptName(): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  let name = `.transcripts/${stamp}.jsonl`;
-  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `.transcripts/${stamp}-${n}.jsonl`;
+  let name = `${TRANSCRIPTS}/${stamp}.jsonl`;
+  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `${TRANSCRIPTS}/${stamp}-${n}.jsonl`;
   return name;
+}
+
+/**
+ * A folder of the agent's notes, made with a .gitignore holding `*`: they are not the
+ * project's files, so git never lists them as untracked. (Skills and MEMORY.md are the
+ * project's to commit: they get none.)
+ */
+function notesFolder(folder: string): void {
+  if (existsSync(folder)) return;
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(path.join(folder, ".gitignore"), "*\n");
 }
 // #endregion transcript
 
@@ -1905,11 +2010,7 @@ const SUMMARY_REQUEST =
  */
 async function compact(messages: MessageParam[], why: string, focus?: string): Promise<boolean> {
   const conversation = conversationOf(messages);
-  const keep = "the conversation is sent as it is";
-  if (!saveTranscript(conversation, messages)) {
-    console.log(`[warning] not compacted: the transcript cannot be written (${conversation.writeProblem}); ${keep}`);
-    return false;
-  }
+  if (!saveTranscript(conversation, messages)) return notCompacted(conversation, `the transcript cannot be written (${conversation.writeProblem})`);
   console.log(dim(`[compacting the context: ${why}]`));
   let summary: string;
   try {
@@ -1922,18 +2023,25 @@ async function compact(messages: MessageParam[], why: string, focus?: string): P
     if (reply.stop_reason === "max_tokens") throw new Error(`the summary was cut off at ${MAX_TOKENS} tokens`);
     if (reply.stop_reason !== "end_turn" || summary === "") throw new Error("the model wrote no summary");
   } catch (error) {
-    console.log(`[warning] not compacted: the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")}); ${keep}`);
-    return false;
+    return notCompacted(conversation, `the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")})`);
   }
   const message = summaryMessage(summary, conversation.transcript!, messages);
-  if (!saveTranscript(conversation, messages, [message])) {
-    console.log(`[warning] not compacted: the summary cannot be added to the transcript; ${keep}`);
-    return false;
-  }
+  if (!saveTranscript(conversation, messages, [message])) return notCompacted(conversation, "the summary cannot be added to the transcript");
   const replaced = messages.length - conversation.cut + (conversation.summary ? 1 : 0);
-  Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });
+  Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });
   console.log(dim(`[compacted: ${replaced} messages became a summary of ${summary.length} characters; every message is in ${conversation.transcript}]`));
   return true;
+}
+
+/**
+ * Nothing changed, said in one line with when the next automatic try comes. Each try is a
+ * model call that carries the whole conversation, so a failing one is not repeated before
+ * every request: it waits until the context has grown by a tenth of the threshold.
+ */
+function notCompacted(conversation: Conversation, why: string): false {
+  conversation.retryAt = Math.max(conversation.contextTokens + Math.ceil(compactThreshold / 10), compactThreshold);
+  console.log(`[warning] not compacted: ${why}; the conversation is sent as it is, and the next automatic try waits for a request past ${conversation.retryAt} input tokens`);
+  return false;
 }
 
 /** The summary as the model will read it, with where the rest is and, mid-task, what to carry on with. */
@@ -1968,7 +2076,7 @@ const compactTool = defineTool({
   // It changes no file and runs no command, so no approval mode stops it (plan mode included).
   kind: "read",
   description:
-    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .transcripts/. " +
+    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .agent/transcripts/. " +
     "Use it when a large piece of work is done and its details are no longer needed.",
   parameterSchema: { type: "object", properties: { focus: { type: "string", description: "What the summary must keep in particular (optional)." } }, additionalProperties: false },
   getDescription: (params) => (params.focus ? `keeping ${String(params.focus)}` : "the conversation so far"),
@@ -1999,6 +2107,11 @@ const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const MAX_NAME = 64;
 const MAX_DESCRIPTION = 1024; // each one is in every request
 const MAX_INSTRUCTIONS = 20_000; // about 5,000 tokens: a skill is loaded whole, into one result
+// A name, a description and a few keys: yaml checks each key against all the ones before it,
+// so 100,000 keys would take it a minute. Past this the frontmatter is not parsed at all.
+const MAX_FRONTMATTER = 4_000;
+// The system prompt's list of skills (every request carries it): past this, a note says how many more there are.
+const SKILLS_BUDGET = 12_000;
 
 /** `file` is where it is, as the model and the person read it: "skills/changelog/SKILL.md". */
 type Skill = { name: string; description: string; file: string; instructions: string };
@@ -2039,6 +2152,7 @@ function parseSkill(folder: string, file: string): Skill {
   // The frontmatter ends at the first line that is "---"; the instructions are the rest.
   const parts = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
   if (!parts) throw new Error('its frontmatter is not closed: no line "---" after it');
+  if ((parts[1] ?? "").length > MAX_FRONTMATTER) throw new Error(`its frontmatter is ${parts[1].length} characters; at most ${MAX_FRONTMATTER}, for a name, a description and a few keys`);
   let meta: unknown;
   try {
     meta = (needed("yaml") as typeof import("yaml")).parse(parts[1] ?? "");
@@ -2207,9 +2321,20 @@ function knowledge(): string {
 function readKnowledge(): string {
   const { skills, skipped } = readSkills();
   for (const problem of skipped) console.log(dim(`[skills] skipped ${problem}`));
-  const list = skills.map((skill) => `- ${skill.name}: ${skill.description}`).join("\n") || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
+  const list = skillList(skills) || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
   const memory = (["global", "workspace"] as const).map(memoryText).filter(Boolean).join("\n") || "(none saved yet)";
   return `\n\nSkills (load_skill gives the instructions):\n${list}\n\nMemory, facts kept with save_memory in earlier sessions:\n${memory}`;
+}
+
+/** A line for each skill, in name order, while they fit in SKILLS_BUDGET; then how many more there are, and how to find them. */
+function skillList(skills: Skill[]): string {
+  const lines = skills.map((skill) => `- ${skill.name}: ${skill.description}`);
+  let size = 300; // kept for the note
+  const fit = lines.findIndex((line) => (size += line.length + 1) > SKILLS_BUDGET);
+  if (fit === -1) return lines.join("\n");
+  const more = lines.length - fit;
+  console.log(dim(`[skills] ${more} of ${lines.length} skills are not listed in the system prompt (its list of skills takes at most ${SKILLS_BUDGET} characters)`));
+  return [...lines.slice(0, fit), `(${more} more skills are not listed here, to keep this prompt small. Each is a folder ${SKILLS_FOLDER}/<name>/ with a SKILL.md: list ${SKILLS_FOLDER}/ for their names, and load_skill loads one by its name.)`].join("\n");
 }
 
 /** A memory file for the prompt, at most MEMORY_LIMIT characters of it; a problem is a warning, not a stop. */
@@ -2387,11 +2512,13 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
   }
 }
 
-/** llmContent as the model gets it: text through resultFor (s07); with an image (s08), each text cut to its share. */
+/** llmContent as the model gets it: its text through resultFor (s07), however many blocks it came in (s08); images as they are. */
 function forModel(callId: string, content: ToolResult["llmContent"]): ToolResultBlockParam["content"] {
   if (typeof content === "string") return resultFor(callId, content);
-  const texts = content.filter((block) => block.type === "text").length;
-  return content.map((block) => (block.type === "text" ? { ...block, text: clip(block.text, Math.floor(MAX_OUTPUT / texts)) } : block));
+  const texts = content.flatMap((block) => (block.type === "text" ? [block.text] : []));
+  if (texts.join("\n").length <= RESULT_LIMIT) return content;
+  // Too much text: kept whole in a file like any large result, and the images follow its preview.
+  return [{ type: "text", text: resultFor(callId, texts.join("\n")) }, ...content.filter((block) => block.type === "image")];
 }
 
 // #endregion run-tool
@@ -2414,7 +2541,8 @@ function showContext(usage: Message["usage"] | undefined): void {
 /**
  * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
  * returns the model's reply, like the SDK's. In between, in this order: the transcript, a
- * compaction when one is due, and the request with the smaller view of the conversation.
+ * compaction when one is due, the request with the smaller view of the conversation, and the
+ * reply into the transcript.
  */
 const client: ModelClient = {
   messages: {
@@ -2428,9 +2556,11 @@ const client: ModelClient = {
       if (asked) compactionAsked = undefined;
       const used = conversation.contextTokens;
       if (asked) await compact(messages, "the model asked for it", asked.focus);
-      else if (used > compactThreshold) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
+      else if (used > Math.max(compactThreshold, conversation.retryAt)) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
       const response = await provider.messages.create({ ...request, messages: contextFor(conversation, messages) }, options);
       conversation.contextTokens = inputTokens(response.usage);
+      // The reply, as the loop's next message: the one that ends a session goes out in no request.
+      saveTranscript(conversation, [...messages, { role: "assistant", content: response.content }]);
       return response;
     },
   },
@@ -2484,6 +2614,7 @@ function endTurn(response: Message, messages: MessageParam[]): void | Promise<vo
       content: `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`,
     })),
   });
+  saveTranscript(conversationOf(messages), messages); // s11: the turn ends, so no request will carry these
 }
 // #endregion end-turn
 
@@ -2520,7 +2651,7 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
       settingsProblem: modeProblem ?? thresholdProblem,
       help: [
         "  --approval-mode <mode>  default (ask before edits and commands), auto-edit (ask before commands), yolo (never ask), plan (read only); or APPROVAL_MODE",
-        "  --list-tools            list the tools this folder's .agent/settings.json brings, and where each comes from",
+        "  --list-tools            list the tools this folder's .agent/settings.json and .mcp.json bring, and where each comes from",
         `  COMPACT_THRESHOLD       input tokens after which the conversation is summarised (default ${DEFAULT_THRESHOLD})`,
       ],
       prepareReplay,

@@ -30,8 +30,17 @@ async function discover(t: CheckKit, declarations: unknown, callScript = ECHO_CA
   const stage = t.stage as unknown as Stage;
   t.write("tools.json", JSON.stringify(declarations));
   t.write("call.sh", `${callScript}\n`);
+  const settings = { tools: { toolDiscoveryCommand: discovery, toolCallCommand: "bash call.sh" } };
   mkdirSync(path.join(t.workspace, ".agent"), { recursive: true });
-  writeFileSync(path.join(t.workspace, ".agent", "settings.json"), JSON.stringify({ tools: { toolDiscoveryCommand: discovery, toolCallCommand: "bash call.sh" } }));
+  writeFileSync(path.join(t.workspace, ".agent", "settings.json"), JSON.stringify(settings));
+  // The person allowed the project's commands before, in their own settings: here a home of the
+  // check's own, so the learner's ~/.agent/settings.json is never read or written.
+  const home = path.join(t.outside, "home");
+  mkdirSync(path.join(home, ".agent"), { recursive: true });
+  writeFileSync(path.join(home, ".agent", "settings.json"), JSON.stringify({ trustedProjects: { [t.workspace]: settings } }));
+  const realHome = process.env.HOME;
+  process.env.HOME = home;
+  t.cleanup(() => (realHome === undefined ? delete process.env.HOME : (process.env.HOME = realHome)));
   t.cleanup(() => stage.dropDiscoveredTools());
   let report: Report;
   try {

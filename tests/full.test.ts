@@ -7,20 +7,26 @@
 // a command, and Part I's tools (glob, ls, web_fetch, ask_user) as registry entries.
 // (The shared tests find stages by their sNN_ names, so the header and the no-key run are
 // checked here too.)
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished, vi } from "vitest";
+import { http } from "msw/core/http";
+import { setupServer } from "msw/node";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { CAPSTONE } from "../.vitepress/curriculum.ts";
 import { regionsOf } from "../.vitepress/source.ts";
+import { replayHandlers } from "../lib/course/replay.ts";
 import { loadScenario } from "../lib/course/scenario.ts";
 import { replayScenario, type ReplayedSession } from "../lib/course/session.ts";
 import { AGENTS_DIR } from "../lib/course/stages.ts";
-import { reply, REPO_ROOT, resultText, runTurns, scenarioOf, stageFile, stageFiles, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import { reply, REPO_ROOT, resultText, runMain, runTurns, scenarioOf, stageFile, stageFiles, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
-const FILE = path.join(AGENTS_DIR, CAPSTONE.file);
+// FULL_FILE: a changed copy of the capstone (agents/.full-*.ts), to see a test fail when a mechanism is broken.
+const FILE = process.env.FULL_FILE ?? path.join(AGENTS_DIR, CAPSTONE.file);
+const TRANSCRIPTS = ".agent/transcripts";
 type Tool = { name: string; kind: string; execute(params: Record<string, unknown>, signal: AbortSignal): Promise<{ llmContent: unknown }> };
 type Full = {
   agentLoop(messages: MessageParam[]): Promise<void>;
@@ -33,6 +39,13 @@ type Full = {
 const full = (await import(FILE)) as Full;
 
 const workspaces: string[] = [];
+
+/** What the person allowed this workspace to start, in their own settings (HOME is a temporary folder: tests/setup.ts). */
+function allowInPersonalSettings(project: object): void {
+  const file = path.join(os.homedir(), ".agent", "settings.json");
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ trustedProjects: { [process.cwd()]: project } }));
+}
 afterAll(() => workspaces.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 type Block = { type: string; id?: string; tool_use_id?: string; text?: string; content?: unknown; name?: string };
@@ -184,11 +197,16 @@ describe("the capstone's demo", () => {
     const last = requests.at(-1)!;
     expect(resultText(resultIn(last, "toolu_full_demo_02")!)).toMatch(/^\[Old result cleared to save context: bash/);
     expect(messages.flatMap(blocksOf).some((b) => b.tool_use_id === "toolu_full_demo_02" && String(b.content).includes("records failed"))).toBe(true);
-    const transcripts = readdirSync(path.join(workspace, ".transcripts"));
-    const parent = transcripts.map((name) => file(`.transcripts/${name}`)).find((text) => text.includes(scenario.prompts[0]))!;
-    // Every message of the conversation is in it, as it was before anything was cleared.
+    const transcripts = readdirSync(path.join(workspace, TRANSCRIPTS)).filter((name) => name.endsWith(".jsonl"));
+    const texts = transcripts.map((name) => file(`${TRANSCRIPTS}/${name}`));
+    const parent = texts.find((text) => text.includes(scenario.prompts[0]))!;
+    // Every message of the conversation is in it, as it was before anything was cleared: the last reply too.
     const kept = parent.trimEnd().split("\n").map((line) => JSON.parse(line));
-    for (const message of messages.slice(0, -1)) expect(kept).toContainEqual(JSON.parse(JSON.stringify(message)));
+    for (const message of messages) expect(kept).toContainEqual(JSON.parse(JSON.stringify(message)));
+    // The subagent's conversation has a transcript of its own, which ends with its answer.
+    const child = texts.find((text) => !text.includes(scenario.prompts[0]))!.trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam);
+    expect(child[0]).toEqual({ role: "user", content: expect.stringContaining("parseDate") });
+    expect(JSON.stringify(child.at(-1))).toContain("Callers of parseDate:");
   });
 
   it("lists the skill in the system prompt, loads it on demand, and saves the fact to memory (s12)", async () => {
@@ -225,9 +243,9 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(JSON.stringify(after.messages)).toContain("Summary: notes.txt was read");
     expect(JSON.stringify(after.messages)).not.toContain("first note");
     for (const request of requests) expect(pairProblems(request)).toEqual([]);
-    const transcript = readdirSync(".transcripts").map((name) => readFileSync(`.transcripts/${name}`, "utf8")).join("");
-    // Written before each request: everything but the reply that ended the turn, which the next request will carry.
-    for (const message of messages.slice(0, -1)) expect(transcript).toContain(JSON.stringify(message));
+    const transcript = readdirSync(TRANSCRIPTS).map((name) => readFileSync(`${TRANSCRIPTS}/${name}`, "utf8")).join("");
+    // Written before each request, and each reply as it arrives: the one that ended the turn too.
+    for (const message of messages) expect(transcript).toContain(JSON.stringify(message));
   });
 
   it("compacts the conversation that asked: compact and task in one reply summarise the parent's, never the subagent's", async () => {
@@ -300,7 +318,9 @@ describe("the capstone's mechanisms beyond the demo", () => {
   it("registers the tools a discovery command offers, and runs them through its call command (s08)", async () => {
     const declarations = JSON.stringify([{ name: "shout", description: "Upper-case a text.", parameters: { type: "object", properties: { text: { type: "string" } } } }]);
     mkdirSync(".agent");
-    writeFileSync(".agent/settings.json", JSON.stringify({ tools: { toolDiscoveryCommand: `echo '${declarations}'`, toolCallCommand: "f() { tr a-z A-Z; }; f" } }));
+    const tools = { toolDiscoveryCommand: `echo '${declarations}'`, toolCallCommand: "f() { tr a-z A-Z; }; f" };
+    writeFileSync(".agent/settings.json", JSON.stringify({ tools }));
+    allowInPersonalSettings({ tools });
     try {
       await full.prepareReplay({ description: "", prompts: [], replies: [] });
       expect(full.TOOLS.map((t) => t.name)).toContain("shout");
@@ -312,6 +332,114 @@ describe("the capstone's mechanisms beyond the demo", () => {
       await full.prepareReplay({ description: "", prompts: [], replies: [] }); // drops the found tools again
     }
     expect(full.TOOLS.map((t) => t.name)).not.toContain("shout");
+  });
+
+  it("keeps its notes (transcripts, large results) out of git and out of search; skills and memory stay the project's (s07, s11)", async () => {
+    execFileSync("git", ["init", "-q"]);
+    mkdirSync("skills/notes", { recursive: true });
+    writeFileSync("skills/notes/SKILL.md", "---\nname: notes\ndescription: Keep notes.\n---\nWrite them down.\n");
+    mkdirSync(".agent");
+    writeFileSync(".agent/MEMORY.md", "# Memory\n");
+    writeFileSync("big.txt", Array.from({ length: 3000 }, (_, i) => `NEEDLE-77 line ${i + 1}`).join("\n"));
+    const run = async (name: string, input: Record<string, unknown>) => resultText(await full.runTool({ type: "tool_use", id: `toolu_${name}`, name, input } as ToolUseBlock));
+    // A result too large to send goes to .agent/tool-results; the conversation goes to the transcript.
+    expect(await run("grep", { pattern: "NEEDLE-77", output_mode: "content", head_limit: 0 })).toContain(".agent/tool-results/toolu_grep.txt");
+    replay(scenarioOf([reply.text("NEEDLE-77 is everywhere.")]));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await runTurns(full.agentLoop, ["Where is NEEDLE-77?"]);
+    for (const folder of [TRANSCRIPTS, ".agent/tool-results"]) expect(readFileSync(`${folder}/.gitignore`, "utf8"), folder).toBe("*\n");
+    const untracked = execFileSync("git", ["status", "--porcelain", "--untracked-files=all"], { encoding: "utf8" }).trim().split("\n");
+    expect(untracked.sort()).toEqual(["?? .agent/MEMORY.md", "?? big.txt", "?? skills/notes/SKILL.md"]);
+    // Searches leave the agent's folder out: only the project's own file has the word.
+    expect(await run("grep", { pattern: "NEEDLE-77", output_mode: "files_with_matches" })).toBe("big.txt");
+    expect(await run("glob", { pattern: "**/*.jsonl" })).toMatch(/^No files/);
+  });
+
+  it("one-shot mode: every message, the last reply too, is in the transcript when the program ends (s11)", async () => {
+    vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef");
+    vi.resetModules();
+    try {
+      replay(scenarioOf([reply.tools([{ name: "read_file", input: { path: "a.txt" } }]), reply.text("FINAL REPORT")]));
+      writeFileSync("a.txt", "a");
+      const { code, output } = await runMain(FILE, ["read a.txt"]);
+      expect(code, output).toBe(0);
+      const [name] = readdirSync(TRANSCRIPTS).filter((file) => file.endsWith(".jsonl"));
+      const lines = readFileSync(`${TRANSCRIPTS}/${name}`, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam);
+      expect(lines.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(JSON.stringify(lines[3])).toContain("FINAL REPORT");
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
+  });
+
+  it("a failing summary is asked for once, not before every request, until the context has grown (s11)", async () => {
+    const isSummary = (body: { tool_choice?: unknown }) => JSON.stringify(body.tool_choice) === JSON.stringify({ type: "none" });
+    const over = (tokens: number) => {
+      const message = reply.tools([{ name: "read_file", input: { path: "a.txt" } }]);
+      message.usage = { ...message.usage, input_tokens: tokens };
+      return message;
+    };
+    writeFileSync("a.txt", "a");
+    const { handlers, replay: served } = replayHandlers(scenarioOf([over(6000), over(6100), over(6200), over(6300), reply.text("done")]));
+    let summaries = 0;
+    const failing = http.post("*/v1/messages", async ({ request }) => {
+      if (!isSummary((await request.clone().json()) as { tool_choice?: unknown })) return;
+      summaries += 1;
+      return Response.json({ type: "error", error: { type: "api_error", message: "overloaded" } }, { status: 500, headers: { "x-should-retry": "false" } });
+    });
+    const server = setupServer(failing, ...handlers);
+    server.listen({ onUnhandledRequest: "error" });
+    try {
+      await full.prepareReplay({ description: "", prompts: [], replies: [], compactThreshold: 5000 });
+      await runTurns(full.agentLoop, ["go"]);
+      expect(served.verdict()).toEqual([]);
+      expect(summaries).toBe(1);
+      expect(printed.filter((line) => line.startsWith("[warning] not compacted"))).toEqual([expect.stringMatching(/the next automatic try waits for a request past 6500 input tokens$/)]);
+    } finally {
+      server.close();
+      await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    }
+  });
+
+  it("keeps a large MCP result whole in a file, as any large result (s07 with s08)", async () => {
+    const docs = { command: process.execPath, args: [path.join(REPO_ROOT, "fixtures", "s08", "docs-server.mjs"), "--test-tools"], trust: true };
+    mkdirSync(".agent");
+    writeFileSync(".agent/settings.json", JSON.stringify({ mcpServers: { docs } }));
+    allowInPersonalSettings({ mcpServers: { docs } });
+    try {
+      await full.prepareReplay({ description: "", prompts: [], replies: [] });
+      const result = await full.runTool({ type: "tool_use", id: "toolu_big_mcp", name: "docs__big", input: {} } as ToolUseBlock);
+      const sent = resultText(result);
+      expect(sent.length).toBeLessThan(8_000);
+      expect(sent).toContain("The whole result is in .agent/tool-results/toolu_big_mcp.txt, 10000 lines");
+      const saved = readFileSync(".agent/tool-results/toolu_big_mcp.txt", "utf8");
+      expect(saved.length).toBe(199_999);
+      expect(saved.split("\n")[4999]).toBe("line 05000 zzzzzzzz");
+    } finally {
+      rmSync(".agent/settings.json");
+      await full.prepareReplay({ description: "", prompts: [], replies: [] }); // ends the server again
+    }
+  });
+
+  it("lists skills within 12,000 characters, with a note for the rest, and skips a frontmatter too long to parse (s12)", async () => {
+    const skill = (name: string, description: string, more = "") => {
+      mkdirSync(`skills/${name}`, { recursive: true });
+      writeFileSync(`skills/${name}/SKILL.md`, `---\nname: ${name}\ndescription: ${description}\n${more}---\nSteps.\n`);
+    };
+    for (let i = 10; i < 40; i++) skill(`skill-${i}`, "A long description. ".repeat(50).trim());
+    skill("keys", "Many keys.", Array.from({ length: 100_000 }, (_, i) => `key${i}: v\n`).join(""));
+    const running = replay(scenarioOf([reply.text("ok")]));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    const started = performance.now();
+    await runTurns(full.agentLoop, ["hello"]);
+    expect(performance.now() - started).toBeLessThan(1000);
+    const system = String(running.requests[0].system);
+    const list = system.slice(system.indexOf("Skills (load_skill"), system.indexOf("\n\nMemory,"));
+    expect(list.length).toBeLessThan(12_000);
+    expect(list).toMatch(/\(\d+ more skills are not listed here, to keep this prompt small\. Each is a folder skills\/<name>\/ with a SKILL\.md/);
+    expect(system).not.toContain("- keys:");
+    expect(printed.join("\n")).toContain("[skills] skipped skills/keys/SKILL.md: its frontmatter is");
   });
 
   it("has Part I's glob, ls, web_fetch and ask_user as registry tools that run through runTool", async () => {
@@ -332,5 +460,112 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(resultText(local)).toContain("refused");
     expect(resultText(await run("ask_user", { question: "Which one?" }))).toContain("No one answered");
     expect(printed.join("\n")).toContain("> Glob **/*.ts");
+  });
+});
+
+describe("the capstone's bounds on a plan and on subagents (s09, s10)", () => {
+  useWorkspace();
+  usePrinted();
+  const replay = useReplay();
+  const todoWrite = (todos: object[]) => full.runTool({ type: "tool_use", id: "toolu_plan", name: "todo_write", input: { todos } } as ToolUseBlock);
+  const items = (count: number) => Array.from({ length: count }, (_, i) => ({ id: `t${i + 1}`, content: `Step ${i + 1}`, status: "pending" }));
+  const task = (id: string, prompt: string) => ({ id, name: "task", input: { description: id, prompt } });
+  const isChild = (body: MessageCreateParams) => String(body.system).includes("You are a subagent");
+
+  /** A model that answers each request as `answer` says, for subagents running at the same time. */
+  function model(answer: (body: MessageCreateParams) => Promise<object>): MessageCreateParams[] {
+    const requests: MessageCreateParams[] = [];
+    const server = setupServer(
+      http.post("*/v1/messages", async ({ request }) => {
+        const body = (await request.clone().json()) as MessageCreateParams;
+        requests.push(body);
+        return Response.json(await answer(body));
+      }),
+    );
+    server.listen({ onUnhandledRequest: "error" });
+    onTestFinished(() => server.close());
+    return requests;
+  }
+
+  it("refuses a todo list of 100,000 items at once, by its length; a duplicate id is still named", async () => {
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await todoWrite([]); // the validator is made at a tool's first call: not part of what is timed
+    const begun = performance.now();
+    const huge = await todoWrite(items(100_000));
+    expect(performance.now() - begun).toBeLessThan(1000); // was 17 s: each id looked for in the whole list
+    expect(huge.is_error).toBe(true);
+    expect(resultText(huge)).toBe('Error: the list was refused: it breaks the rule "at most 20 items" (the list has 100000). The list is unchanged:\n(the todo list is empty)');
+    const twice = await todoWrite([...items(19), { id: "t19", content: "Again", status: "pending" }]);
+    expect(resultText(twice)).toMatch(/^Error: the list was refused: it breaks the rule "ids unique" \(the id "t19" is used more than once\)\./);
+  });
+
+  it("runs at most 4 subagents at once: of 10 tasks in one reply the others wait, and the results go back in call order", async () => {
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    const tasks = Array.from({ length: 10 }, (_, i) => task(`toolu_${i}`, `Survey part ${i}.`));
+    const seen = { now: 0, most: 0 };
+    const requests = model(async (body) => {
+      if (!isChild(body)) return body.messages.length === 1 ? reply.tools(tasks) : reply.text("All surveyed.");
+      seen.most = Math.max(seen.most, ++seen.now);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      seen.now -= 1;
+      return reply.text(`${body.messages[0].content} done`);
+    });
+    await runTurns(full.agentLoop, ["Survey the ten parts."]);
+    expect(seen.most).toBe(4);
+    expect(requests.filter(isChild)).toHaveLength(10);
+    const results = requests.at(-1)!.messages.at(-1)!.content as ToolResultBlockParam[];
+    expect(results.map((result) => result.tool_use_id)).toEqual(tasks.map((call) => call.id));
+    expect(results.map((result) => resultText(result).split("\n")[0])).toEqual(tasks.map((call) => `${call.input.prompt} done`));
+  });
+
+  it.each([
+    ["model_context_window_exceeded", reply.text("The modules are", "model_context_window_exceeded"), "its last reply was cut off: its context window was full; give it a smaller task"],
+    ["pause_turn at its 30th model call", reply.text("Still searching; so far", "pause_turn"), "it reached its limit of 30 model calls without finishing; give it a smaller task"],
+  ])("a subagent whose last reply stops with %s gives the parent an error, not a half answer", async (reason, last, why) => {
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    const before = reason.startsWith("pause") ? Array.from({ length: 29 }, () => reply.tools([{ name: "ls", input: { path: "." } }])) : [];
+    const running = replay({ ...scenarioOf([reply.tools([task("toolu_side", "Survey.")]), ...before, last, reply.text("I will do it myself.")]), prompts: ["go"], sideTurns: 1 });
+    await runTurns(full.agentLoop, ["go"]);
+    const result = resultIn(running.requests.at(-1)!, "toolu_side")!;
+    expect(result.is_error).toBe(true);
+    expect(resultText(result)).toMatch(new RegExp(`^Error: the subagent \\[toolu_side\\] stopped: ${why.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\. Nothing it found came back\\.`));
+  });
+});
+
+describe("the capstone's large results stay bounded (s07)", () => {
+  useWorkspace();
+  usePrinted();
+  const { RESULT_FILE } = full as unknown as { RESULT_FILE: { maxBytes: number } };
+  type WithId = { execute(params: object, signal: AbortSignal, callId: string): Promise<{ llmContent: unknown }> };
+
+  it("keeps a command's first RESULT_FILE.maxBytes and its end in the file, with a note of what was left out", async () => {
+    const limit = RESULT_FILE.maxBytes;
+    RESULT_FILE.maxBytes = 64 * 1024; // lowered, so the test writes little
+    try {
+      const bash = full.registry.getTool("bash") as unknown as WithId;
+      const result = await bash.execute({ command: "seq 1 100000" }, new AbortController().signal, "toolu_capped");
+      expect(String(result.llmContent)).toMatch(/The result, but for [\d,]+ bytes \([\d,]+ lines\) in the middle, is in \.agent\/tool-results\/toolu_capped\.txt, \d+ lines/);
+    } finally {
+      RESULT_FILE.maxBytes = limit;
+    }
+    const saved = readFileSync(".agent/tool-results/toolu_capped.txt", "utf8");
+    expect(saved.length).toBeLessThan(64 * 1024 + 13_000);
+    expect(saved.startsWith("1\n2\n3\n")).toBe(true);
+    expect(saved).toMatch(/\n\[\.\.\. [\d,]+ bytes \([\d,]+ lines\) left out here: a saved result keeps its first 0\.0625 MB and its end \.\.\.\]\n/);
+    expect(saved.endsWith("\n99999\n100000\n")).toBe(true);
+  });
+
+  it("reads a page of a 64 GB file at once, and its footer says the file has at least the lines seen", async (context) => {
+    const { truncateSync } = await import("node:fs");
+    writeFileSync("huge.log", "text\n".repeat(2000));
+    try {
+      truncateSync("huge.log", 64 * 1024 ** 3); // sparse: no room on disk
+    } catch (error) {
+      context.skip(`this file system refuses a 64 GB sparse file (${(error as Error).message})`);
+    }
+    const started = Date.now();
+    const page = await full.runTool({ type: "tool_use", id: "toolu_huge_page", name: "read_file", input: { path: "huge.log", limit: 5 } } as ToolUseBlock);
+    expect(Date.now() - started, "ms").toBeLessThan(2000);
+    expect(resultText(page).endsWith("[lines 1-5 of at least 2001. Next page: offset 6, limit 5]")).toBe(true);
   });
 });

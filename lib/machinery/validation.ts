@@ -124,10 +124,13 @@ export function schemaForModel(schema: Record<string, unknown>): Record<string, 
     key === "allOf" ? [...new Set(branches.flatMap(requiredOf))] : branches.length === 0 ? [] : requiredOf(branches[0]).filter((name) => branches.every((branch) => requiredOf(branch).includes(name)));
   const required = [...new Set([...requiredOf(schema), ...fromBranches])];
   const shapes = key === "allOf" ? "all of" : key === "oneOf" ? "exactly one of" : "at least one of";
+  // What a branch's $ref points at goes along, or the reference would lead nowhere.
+  const definitions = Object.fromEntries(["$defs", "definitions"].filter((name) => schema[name] !== undefined).map((name) => [name, schema[name]]));
   return {
     type: "object",
     properties,
     ...(required.length > 0 ? { required } : {}),
+    ...definitions,
     description: `${typeof schema.description === "string" ? `${schema.description} ` : ""}(The input must match ${shapes} ${branches.length} shapes; a call that does not is refused with the reason.)`,
   };
 }

@@ -88,7 +88,7 @@ export async function runProgram(program: StageProgram): Promise<number> {
   // A command is the first word after the stage's options; the same word later on is part of a prompt.
   const [first] = words;
   const command = program.commands && first !== undefined && Object.hasOwn(program.commands, first) ? program.commands[first] : undefined;
-  if (command) return command();
+  if (command) return withTerminal(command);
   const { flag, value, rest } = parseArgs(words.filter((word, i) => word !== "--" || i !== words.indexOf("--")));
   if (flag === "--replay") return replayDemo(program, value);
   if (flag === "--record" && !program.hasKey) {
@@ -169,14 +169,15 @@ function parseArgs(args: string[]) {
  */
 async function converse(program: StageProgram, rest: string[], recording?: Recording): Promise<number> {
   const history: MessageParam[] = [];
-  await program.prepareSession?.();
-  // Tools that ask the person (s05) read from the same terminal as the prompt.
+  // Tools that ask the person (s05) read from the same terminal as the prompt; so does what the
+  // session prepares (s08 asks before starting a project's commands and servers).
   const toolsTerminal = (term: Terminal) => (recording ? recording.wrap(term) : term);
   if (rest.length > 0) {
     const prompt = rest.join(" ");
-    recording?.prompt(prompt);
     const term = process.stdin.isTTY ? lineTerminal() : nobody;
     useTerminal(toolsTerminal(term));
+    await program.prepareSession?.();
+    recording?.prompt(prompt);
     const ok = await runTurn(program, history, prompt);
     if (ok) recording?.turnEnded();
     term.close();
@@ -184,6 +185,7 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
   }
   const term = lineTerminal();
   useTerminal(toolsTerminal(term));
+  await program.prepareSession?.();
   const commands = Object.keys(program.slashCommands ?? {});
   const orCommands = commands.length > 0 ? ` (or ${commands.join(", ")})` : "";
   console.log(`${program.stage}: ${program.title}. Type a request${orCommands}; q, exit or an empty line leaves.`);
@@ -204,6 +206,18 @@ async function converse(program: StageProgram, rest: string[], recording?: Recor
   }
   term.close();
   return lastTurnOk ? 0 : 1;
+}
+
+/** A stage's command (s08: `--list-tools`), with the terminal a person may answer at. */
+async function withTerminal(command: () => Promise<number>): Promise<number> {
+  const term = process.stdin.isTTY ? lineTerminal() : nobody;
+  useTerminal(term);
+  try {
+    return await command();
+  } finally {
+    term.close();
+    useTerminal(nobody);
+  }
 }
 
 /** A stage's command at the prompt. Not while recording: a replay would send the line to the model instead. */

@@ -152,6 +152,9 @@ describe("schemas written by others: never a backtracking pattern on the main th
     expect(sent).not.toHaveProperty("oneOf");
     expect(schemaForModel({ allOf: [{ required: ["a"] }, { required: ["b"] }] })).toMatchObject({ required: ["a", "b"] });
     expect(schemaForModel({ type: "object", properties: {} })).toBeUndefined();
+    // A branch's $ref keeps what it points at.
+    const referred = { $defs: { id: { type: "integer" } }, anyOf: [{ properties: { id: { $ref: "#/$defs/id" } }, required: ["id"] }] };
+    expect(schemaForModel(referred)).toMatchObject({ properties: { id: { $ref: "#/$defs/id" } }, $defs: { id: { type: "integer" } } });
     // The shapes are still checked before a call runs.
     expect(outsideSchemaCheck(either)({ a: "x", c: "y" })).toBeNull();
     expect(outsideSchemaCheck(either)({ c: "y" })).not.toBeNull();
