@@ -6,6 +6,8 @@
 // - at 1280 px no code block, diagram or session on any stage page (or diff page) scrolls
 //   sideways; at 390 px no page is wider than the screen and the breadcrumb wraps only
 //   between layers; the Japanese hero title breaks only where the page allows it;
+// - every text of every SVG diagram, measured in the site's fonts (Inter; a Japanese font on
+//   the Japanese pages), lies inside its box and the view box and runs into no other box;
 // - the session view steps forward, back and plays, and without JavaScript shows every step;
 // - the diff pages render, and "What changed" links to the regions and their diffs;
 // - every stage of the curriculum has a page (written or planned) with a link to the next;
@@ -133,6 +135,120 @@ async function overflowing(page: Page): Promise<string[]> {
     const svgs = [...document.querySelectorAll<SVGElement>(".vp-doc figure.diagram svg")].filter((svg) => svg.getBoundingClientRect().width > (svg.parentElement?.clientWidth ?? 0) + 1).map(() => "a diagram wider than its figure");
     return [...wide, ...svgs];
   });
+}
+
+/**
+ * Every text of every SVG diagram on the page, measured as the browser draws it: it must lie
+ * inside the view box, inside its box (the smallest `.d-box` or `.d-group` shape that holds the
+ * text's anchor point, its x and y; rounded corners included) and run into no other box. Each
+ * problem names the diagram, the text and by how many pixels (on the screen) it overflows.
+ */
+async function diagramTextProblems(page: Page, lang: "en" | "ja"): Promise<{ diagrams: string[]; texts: number; problems: string[] }> {
+  await page.evaluate(() => document.fonts.ready);
+  // No named functions in here: tsx would wrap them in a helper that the page does not have.
+  return page.evaluate((lang) => {
+    const EPSILON = 0.01; // px: rounding, not a margin
+    const diagrams: string[] = [];
+    const problems: string[] = [];
+    let texts = 0;
+    for (const figure of document.querySelectorAll<HTMLElement>(".vp-doc figure.diagram")) {
+      const svg = figure.querySelector("svg");
+      if (!svg) continue;
+      const diagram = figure.dataset.diagram ?? "a diagram";
+      diagrams.push(diagram);
+      const toScreen = svg.getScreenCTM()!;
+      const vb = svg.viewBox.baseVal;
+      const [start, end] = [new DOMPoint(vb.x, vb.y), new DOMPoint(vb.x + vb.width, vb.y + vb.height)].map((p) => p.matrixTransform(toScreen));
+      const view = { left: start.x, top: start.y, right: end.x, bottom: end.y };
+      const shapes = [...svg.querySelectorAll<SVGGeometryElement>(".d-box, .d-group")].filter((s) => !s.closest("defs, marker"));
+      const named = shapes.map((s) => {
+        const b = s.getBBox();
+        return `the ${s.classList.contains("d-group") ? "group" : "box"} at ${b.x},${b.y} (${b.width}×${b.height})`;
+      });
+      for (const text of svg.querySelectorAll<SVGTextElement>("text")) {
+        if (text.closest("defs, marker")) continue;
+        texts++;
+        const label = `${diagram}.${lang}.svg: "${(text.textContent ?? "").trim()}"`;
+        const t = text.getBoundingClientRect();
+        const x = text.x.baseVal.numberOfItems > 0 ? text.x.baseVal.getItem(0).value : 0;
+        const y = text.y.baseVal.numberOfItems > 0 ? text.y.baseVal.getItem(0).value : 0;
+        const anchor = new DOMPoint(x, y).matrixTransform(text.getScreenCTM()!);
+        const holders = shapes.filter((s) => s.isPointInFill(anchor.matrixTransform(s.getScreenCTM()!.inverse())));
+        const box = [...holders].sort((a, b) => a.getBBox().width * a.getBBox().height - b.getBBox().width * b.getBBox().height)[0];
+        const frames: [string, { left: number; top: number; right: number; bottom: number }][] = [["the view box", view]];
+        if (box) frames.push([`its box, ${named[shapes.indexOf(box)]}`, box.getBoundingClientRect()]);
+        for (const [where, r] of frames) {
+          const over = ([["left", r.left - t.left], ["right", t.right - r.right], ["top", r.top - t.top], ["bottom", t.bottom - r.bottom]] as const).filter(([, d]) => d > EPSILON);
+          if (over.length > 0) problems.push(`${label} overflows ${where} by ${Math.ceil(Math.max(...over.map(([, d]) => d)) * 10) / 10} px (${over.map(([side, d]) => `${side} ${Math.ceil(d * 10) / 10} px`).join(", ")})`);
+        }
+        if (box) {
+          // Inside the box's rectangle, a rounded corner may still cut off a corner of the text:
+          // how far that corner must move toward the box's centre to be inside the shape.
+          const r = box.getBoundingClientRect();
+          const [cx, cy] = [(r.left + r.right) / 2, (r.top + r.bottom) / 2];
+          const inRect = t.left >= r.left - EPSILON && t.right <= r.right + EPSILON && t.top >= r.top - EPSILON && t.bottom <= r.bottom + EPSILON;
+          let worst = 0;
+          for (const [cornerX, cornerY] of [[t.left, t.top], [t.right, t.top], [t.left, t.bottom], [t.right, t.bottom]]) {
+            const length = Math.hypot(cx - cornerX, cy - cornerY);
+            let moved = 0;
+            while (moved < length && !box.isPointInFill(new DOMPoint(cornerX + ((cx - cornerX) * moved) / length, cornerY + ((cy - cornerY) * moved) / length).matrixTransform(box.getScreenCTM()!.inverse()))) moved += 0.1;
+            worst = Math.max(worst, moved);
+          }
+          if (inRect && worst > EPSILON) problems.push(`${label} overflows the rounded corner of its box, ${named[shapes.indexOf(box)]}, by ${Math.ceil(worst * 10) / 10} px`);
+        }
+        // A box the text does not belong to: the text must not run into it.
+        shapes.forEach((s, i) => {
+          if (holders.includes(s)) return;
+          const r = s.getBoundingClientRect();
+          const across = Math.min(t.right, r.right) - Math.max(t.left, r.left);
+          const down = Math.min(t.bottom, r.bottom) - Math.max(t.top, r.top);
+          if (across > EPSILON && down > EPSILON) problems.push(`${label} runs into ${named[i]} by ${Math.ceil(Math.min(across, down) * 10) / 10} px`);
+        });
+      }
+    }
+    return { diagrams, texts, problems };
+  }, lang);
+}
+
+/**
+ * The fonts Chromium really drew the diagrams' texts with (DevTools protocol): the measure above
+ * means something only in the site's fonts. Text in letters must be drawn in Inter, the web font
+ * the site ships, and Japanese in one of the Japanese fonts the site names (on Debian,
+ * fonts-noto-cjk); code text in whatever monospace font the page falls back to.
+ */
+async function diagramFontProblems(page: Page): Promise<string[]> {
+  const texts = await page.locator(".vp-doc figure.diagram text").evaluateAll((nodes) =>
+    nodes.map((node) => ({
+      text: (node.textContent ?? "").trim(),
+      code: node.classList.contains("d-code"),
+      families: getComputedStyle(node).fontFamily.split(",").map((f) => f.trim().replace(/^["']|["']$/g, "")),
+    })),
+  );
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    await cdp.send("DOM.enable");
+    await cdp.send("CSS.enable");
+    const { root } = await cdp.send("DOM.getDocument", { depth: -1 });
+    const { nodeIds } = await cdp.send("DOM.querySelectorAll", { nodeId: root.nodeId, selector: ".vp-doc figure.diagram text" });
+    if (nodeIds.length !== texts.length) return [`${nodeIds.length} diagram texts through DevTools, ${texts.length} in the page`];
+    const problems: string[] = [];
+    for (const [i, nodeId] of nodeIds.entries()) {
+      const { text, code, families } = texts[i];
+      if (code) continue;
+      const { fonts } = await cdp.send("CSS.getPlatformFontsForNode", { nodeId });
+      const drawn = fonts.map((f) => `${f.familyName}${f.isCustomFont ? " (web font)" : ""}`).join(", ");
+      if (/[A-Za-z]/.test(text) && !fonts.some((f) => f.isCustomFont && /^Inter\b/.test(f.familyName))) {
+        problems.push(`"${text}" is drawn in ${drawn}, not in the site's Inter`);
+      }
+      const japanese = families.filter((f) => f !== "Inter" && !/^(sans-serif|serif|monospace|system-ui|ui-\w+)$/.test(f) && !/Emoji|Symbol/.test(f));
+      if (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u.test(text) && !fonts.some((f) => japanese.includes(f.familyName))) {
+        problems.push(`"${text}" is drawn in ${drawn}, none of the site's Japanese fonts (${japanese.join(", ")}; on Debian: apt-get install fonts-noto-cjk)`);
+      }
+    }
+    return problems;
+  } finally {
+    await cdp.detach();
+  }
 }
 
 /** Every internal link in the built site leads to a file, and every #anchor to an id on that page. */
@@ -314,6 +430,31 @@ async function main(): Promise<number> {
         await open(`${l.prefix}s04.html`);
         await page.locator("#web-fetch").evaluate((h) => h.scrollIntoView());
         await page.screenshot({ path: path.join(RESULTS, `${key}-s04-code-1280.png`) });
+      });
+
+      await check(`${l.label} every text of every diagram lies inside its box and the view box, measured in the site's fonts`, page, async () => {
+        await page.setViewportSize({ width: 1280, height: 900 });
+        const lang = l.prefix === "/ja/" ? "ja" : "en";
+        const suffix = `.${lang}.svg`;
+        const drawn = readdirSync(path.join(ROOT, "docs", "diagrams")).filter((f) => f.endsWith(suffix)).map((f) => f.slice(0, -suffix.length));
+        const measured = new Set<string>();
+        const fonts: string[] = [];
+        const problems: string[] = [];
+        let texts = 0;
+        for (const file of built.stages) {
+          await open(`${l.prefix}${file}`);
+          const found = await diagramTextProblems(page, lang);
+          found.diagrams.forEach((d) => measured.add(d));
+          texts += found.texts;
+          problems.push(...found.problems.map((p) => `${l.prefix}${file} ${p}`));
+          if (found.diagrams.length > 0) fonts.push(...(await diagramFontProblems(page)).map((p) => `${l.prefix}${file} ${p}`));
+        }
+        const unseen = drawn.filter((d) => !measured.has(d));
+        assert(unseen.length === 0, `diagrams on no stage page, so not measured: ${unseen.map((d) => `docs/diagrams/${d}${suffix}`).join(", ")}`);
+        assert(texts > 100, `only ${texts} texts measured in ${measured.size} diagrams`);
+        // In other fonts the measures below mean nothing: say so first.
+        assert(fonts.length === 0, `${fonts.length} diagram text(s) not drawn in the site's fonts, so not measured as a reader sees them: ${fonts.slice(0, 5).join("; ")}`);
+        assert(problems.length === 0, `${problems.length} problem(s): ${problems.join("; ")}`);
       });
 
       await check(`${l.label} stage pages read on a phone (390 px): nothing wider than the screen, the breadcrumb wraps between layers`, page, async () => {
