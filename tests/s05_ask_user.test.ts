@@ -64,6 +64,15 @@ describe("s05 ask_user", () => {
     expect(you.screen()).toBe("answer> 2\n");
   });
 
+  it("shows the model's question and options with their escapes written out, never obeyed by the terminal", async () => {
+    const you = person(["1"]);
+    await ask({ question: "Delete the logs?\r\x1b[2KKeep the logs?", options: ["Yes\u202e", "No\x1b[8m"] }, you.terminal);
+    const shown = printed.join("\n");
+    expect(shown).toContain("Delete the logs?\\r\\e[2KKeep the logs?");
+    expect(shown).toContain("  1. Yes\\u{202e}\n  2. No\\e[8m");
+    expect(shown).not.toMatch(/\r|\x1b|\u202e/);
+  });
+
   it("a free answer goes to the model as typed, quoted", async () => {
     const you = person(['  only the ones from "May"  ']);
     const result = await ask({ question: "Delete the logs?", options: OPTIONS }, you.terminal);
