@@ -403,7 +403,7 @@ function lexists(file: string): boolean {
   }
 }
 
-/** Whether a write lands in the agent's own files, which it reads at start: .agent/, .mcp.json, .env. */
+/** Whether a write lands in the agent's own files, which it reads at start: .agent/, skills/ (s12), .mcp.json, .env. */
 export function isAgentFile(given: string): boolean {
   let relative: string[];
   try {
@@ -412,7 +412,7 @@ export function isAgentFile(given: string): boolean {
   } catch {
     return false; // the sandbox refuses the path anyway
   }
-  return relative[0] === ".agent" || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
+  return [".agent", "skills"].includes(relative[0]) || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
 }
 
 /** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */

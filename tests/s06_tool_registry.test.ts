@@ -242,7 +242,7 @@ describe("s06 approval modes", () => {
     const { runTool } = await stageIn("auto-edit");
     noOne();
     // A settings file the model wrote unasked would choose the discovery command run at the next start.
-    for (const file of [".agent/settings.json", ".agent/skills/x/SKILL.md", ".mcp.json", ".env"]) {
+    for (const file of [".agent/settings.json", "skills/x/SKILL.md", ".mcp.json", ".env"]) {
       const result = await runTool(call("write_file", { path: file, content: "{}" }));
       expect(resultText(result), file).toMatch(/^Not run: write_file needs a person's approval \(approval mode auto-edit\)/);
       expect(existsSync(file), file).toBe(false);
