@@ -7,26 +7,27 @@
  *      |
  *      v   this stage's client, before each request goes out
  *   +-------------------------------------------------------------------+
- *   | 1 transcript: messages not yet on disk --> .transcripts/<t>.jsonl |
+ *   | 1 transcript: messages not yet on disk --> .agent/transcripts/    |
  *   | 2 auto: last usage.input_tokens > COMPACT_THRESHOLD, or `compact` |
  *   |   asked for (the tool, /compact)  --> a summary request           |
  *   |     [ m1 ... mN ]  ==>  [ summary + the latest request ]          |
- *   |     summary failed or transcript unwritable --> kept, a warning   |
+ *   |     summary failed or transcript unwritable --> kept, a warning;  |
+ *   |     the next automatic try waits until the context has grown      |
  *   | 3 micro: results before the last 3 tool-result messages  ==>      |
  *   |     "[Old result cleared ... read_file again, or grep toolu_..]"  |
  *   +-------------------------------------------------------------------+
  *      |   the model receives the smaller view; `messages` stays whole
  *      v
- *   reply --> its usage.input_tokens is kept for the next check
+ *   reply --> into the transcript at once; usage.input_tokens kept for the next check
  *
  * New since s06: regions `transcript`, `micro-compact`, `auto-compact`, `compact-tool` and
- * `client`, first after the config. s06's registry, tools and approval step are imported
- * from agents/s06_tool_registry.ts; the loop is s06's, word for word.
+ * `client`, first after the config, and one line in `end-turn`. s06's registry, tools and
+ * approval step are imported from agents/s06_tool_registry.ts; the loop is s06's, word for word.
  *
  *   npx tsx agents/s11_context_compact.ts       (no key: replays the recorded demo)
  *   COMPACT_THRESHOLD=50000 npx tsx agents/s11_context_compact.ts
  */
-import { appendFileSync, existsSync, mkdirSync, realpathSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, ContentBlockParam, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
@@ -56,7 +57,7 @@ const provider = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: 
 const systemPrompt = () =>
   `You are a coding agent working in ${workspace()}. read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly. ` +
   `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make. ` +
-  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .transcripts/. ` +
+  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .agent/transcripts/. ` +
   `Call compact when a large piece of work is done and its details are no longer needed.`;
 // The approval mode is s06's: `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
 // Compact once a request used more input tokens than this (COMPACT_THRESHOLD). The default
@@ -73,7 +74,7 @@ const COMPACT_THRESHOLD = asThreshold(requestedThreshold);
  * every request of a session, so that array names the conversation (a WeakMap key).
  */
 interface Conversation {
-  /** The transcript file, relative to the workspace: `.transcripts/<time>.jsonl`. */
+  /** The transcript file, relative to the workspace: `.agent/transcripts/<time>.jsonl`. */
   transcript?: string;
   /** The workspace the transcript belongs to: where the conversation's first request was made. */
   home?: string;
@@ -86,20 +87,22 @@ interface Conversation {
   summary?: MessageParam;
   /** The input tokens of the last request, from its reply's usage. */
   contextTokens: number;
+  /** After a compaction failed: no automatic one until a request uses more input tokens than this. */
+  retryAt: number;
 }
 
 const conversations = new WeakMap<MessageParam[], Conversation>();
 
 function conversationOf(messages: MessageParam[]): Conversation {
   let conversation = conversations.get(messages);
-  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0 }));
+  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0, retryAt: 0 }));
   return conversation;
 }
 
 /**
  * Append every message not yet in the transcript (and `extra`), one JSON message per line.
  * This runs before each request, so whatever the model is sent is on disk before anything is
- * taken out of what it sees. The file is only appended to. false, and a warning, if it fails.
+ * taken out of what it sees, and with each reply. Only appended to. false, and a warning, if it fails.
  */
 function saveTranscript(conversation: Conversation, messages: MessageParam[], extra: MessageParam[] = []): boolean {
   const lines = [...messages.slice(conversation.written), ...extra].map((message) => `${JSON.stringify(message)}\n`).join("");
@@ -112,9 +115,9 @@ function saveTranscript(conversation: Conversation, messages: MessageParam[], ex
     conversation.home ??= here;
     if (here !== conversation.home) throw new Error(`the working directory is ${here}, not this conversation's workspace ${conversation.home}`);
     conversation.transcript ??= newTranscriptName();
-    // Checked at every write: a .transcripts that became a link to elsewhere is refused.
+    // Checked at every write: a transcripts folder that became a link to elsewhere is refused.
     const file = safePath(conversation.transcript);
-    mkdirSync(path.dirname(file), { recursive: true });
+    notesFolder(path.dirname(file));
     appendFileSync(file, lines);
     conversation.written = messages.length;
     conversation.writeProblem = undefined;
@@ -127,11 +130,20 @@ function saveTranscript(conversation: Conversation, messages: MessageParam[], ex
   }
 }
 
+const TRANSCRIPTS = ".agent/transcripts"; // in the agent's own folder, which grep and glob leave out
+
 function newTranscriptName(): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  let name = `.transcripts/${stamp}.jsonl`;
-  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `.transcripts/${stamp}-${n}.jsonl`;
+  let name = `${TRANSCRIPTS}/${stamp}.jsonl`;
+  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `${TRANSCRIPTS}/${stamp}-${n}.jsonl`;
   return name;
+}
+
+/** A folder of the agent's notes, with a .gitignore of `*`: not the project's files, so git never lists them (skills and MEMORY.md get none). */
+function notesFolder(folder: string): void {
+  if (existsSync(folder)) return;
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(path.join(folder, ".gitignore"), "*\n");
 }
 // #endregion transcript
 
@@ -197,11 +209,7 @@ const SUMMARY_REQUEST =
  */
 async function compact(messages: MessageParam[], why: string, focus?: string): Promise<boolean> {
   const conversation = conversationOf(messages);
-  const keep = "the conversation is sent as it is";
-  if (!saveTranscript(conversation, messages)) {
-    console.log(`[warning] not compacted: the transcript cannot be written (${conversation.writeProblem}); ${keep}`);
-    return false;
-  }
+  if (!saveTranscript(conversation, messages)) return notCompacted(conversation, `the transcript cannot be written (${conversation.writeProblem})`);
   console.log(dim(`[compacting the context: ${why}]`));
   let summary: string;
   try {
@@ -214,18 +222,21 @@ async function compact(messages: MessageParam[], why: string, focus?: string): P
     if (reply.stop_reason === "max_tokens") throw new Error(`the summary was cut off at ${MAX_TOKENS} tokens`);
     if (reply.stop_reason !== "end_turn" || summary === "") throw new Error("the model wrote no summary");
   } catch (error) {
-    console.log(`[warning] not compacted: the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")}); ${keep}`);
-    return false;
+    return notCompacted(conversation, `the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")})`);
   }
   const message = summaryMessage(summary, conversation.transcript!, messages);
-  if (!saveTranscript(conversation, messages, [message])) {
-    console.log(`[warning] not compacted: the summary cannot be added to the transcript; ${keep}`);
-    return false;
-  }
+  if (!saveTranscript(conversation, messages, [message])) return notCompacted(conversation, "the summary cannot be added to the transcript");
   const replaced = messages.length - conversation.cut + (conversation.summary ? 1 : 0);
-  Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });
+  Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });
   console.log(dim(`[compacted: ${replaced} messages became a summary of ${summary.length} characters; every message is in ${conversation.transcript}]`));
   return true;
+}
+
+/** Nothing changed, in one warning; each try sends the whole conversation, so the next automatic one waits until the context has grown by a tenth of the threshold. */
+function notCompacted(conversation: Conversation, why: string): false {
+  conversation.retryAt = Math.max(conversation.contextTokens + Math.ceil(compactThreshold / 10), compactThreshold);
+  console.log(`[warning] not compacted: ${why}; the conversation is sent as it is, and the next automatic try waits for a request past ${conversation.retryAt} input tokens`);
+  return false;
 }
 
 /** The summary as the model will read it, with where the rest is and, mid-task, what to carry on with. */
@@ -260,7 +271,7 @@ const compactTool = defineTool({
   // It changes no file and runs no command, so no approval mode stops it (plan mode included).
   kind: "read",
   description:
-    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .transcripts/. " +
+    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .agent/transcripts/. " +
     "Use it when a large piece of work is done and its details are no longer needed.",
   parameterSchema: { type: "object", properties: { focus: { type: "string", description: "What the summary must keep in particular (optional)." } }, additionalProperties: false },
   getDescription: (params) => (params.focus ? `keeping ${String(params.focus)}` : "the conversation so far"),
@@ -282,7 +293,8 @@ async function compactCommand(history: MessageParam[], focus: string): Promise<v
 /**
  * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
  * returns the model's reply, like the SDK's. In between, in this order: the transcript, a
- * compaction when one is due, and the request with the smaller view of the conversation.
+ * compaction when one is due, the request with the smaller view of the conversation, and the
+ * reply into the transcript.
  */
 const client: ModelClient = {
   messages: {
@@ -294,9 +306,11 @@ const client: ModelClient = {
       compactionAsked = undefined;
       const used = conversation.contextTokens;
       if (asked) await compact(messages, "the model asked for it", asked.focus);
-      else if (used > compactThreshold) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
+      else if (used > Math.max(compactThreshold, conversation.retryAt)) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
       const response = await provider.messages.create({ ...request, messages: contextFor(conversation, messages) }, options);
       conversation.contextTokens = inputTokens(response.usage);
+      // The reply, as the loop's next message: the one that ends a session goes out in no request.
+      saveTranscript(conversation, [...messages, { role: "assistant", content: response.content }]);
       return response;
     },
   },
@@ -421,6 +435,7 @@ function endTurn(response: Message, messages: MessageParam[]): void | Promise<vo
       content: `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`,
     })),
   });
+  saveTranscript(conversationOf(messages), messages); // s11: the turn ends, so no request will carry these
 }
 // #endregion end-turn
 

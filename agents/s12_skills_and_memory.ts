@@ -81,6 +81,11 @@ const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const MAX_NAME = 64;
 const MAX_DESCRIPTION = 1024; // each one is in every request
 const MAX_INSTRUCTIONS = 20_000; // about 5,000 tokens: a skill is loaded whole, into one result
+// A name, a description and a few keys: yaml checks each key against all the ones before it,
+// so 100,000 keys would take it a minute. Past this the frontmatter is not parsed at all.
+const MAX_FRONTMATTER = 4_000;
+// The system prompt's list of skills (every request carries it): past this, a note says how many more there are.
+const SKILLS_BUDGET = 12_000;
 
 /** `file` is where it is, as the model and the person read it: "skills/changelog/SKILL.md". */
 type Skill = { name: string; description: string; file: string; instructions: string };
@@ -121,6 +126,7 @@ function parseSkill(folder: string, file: string): Skill {
   // The frontmatter ends at the first line that is "---"; the instructions are the rest.
   const parts = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
   if (!parts) throw new Error('its frontmatter is not closed: no line "---" after it');
+  if ((parts[1] ?? "").length > MAX_FRONTMATTER) throw new Error(`its frontmatter is ${parts[1].length} characters; at most ${MAX_FRONTMATTER}, for a name, a description and a few keys`);
   let meta: unknown;
   try {
     meta = (needed("yaml") as typeof import("yaml")).parse(parts[1] ?? "");
@@ -289,9 +295,20 @@ function knowledge(): string {
 function readKnowledge(): string {
   const { skills, skipped } = readSkills();
   for (const problem of skipped) console.log(dim(`[skills] skipped ${problem}`));
-  const list = skills.map((skill) => `- ${skill.name}: ${skill.description}`).join("\n") || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
+  const list = skillList(skills) || `(none: there is no ${SKILLS_FOLDER}/<name>/SKILL.md in the workspace)`;
   const memory = (["global", "workspace"] as const).map(memoryText).filter(Boolean).join("\n") || "(none saved yet)";
   return `\n\nSkills (load_skill gives the instructions):\n${list}\n\nMemory, facts kept with save_memory in earlier sessions:\n${memory}`;
+}
+
+/** A line for each skill, in name order, while they fit in SKILLS_BUDGET; then how many more there are, and how to find them. */
+function skillList(skills: Skill[]): string {
+  const lines = skills.map((skill) => `- ${skill.name}: ${skill.description}`);
+  let size = 300; // kept for the note
+  const fit = lines.findIndex((line) => (size += line.length + 1) > SKILLS_BUDGET);
+  if (fit === -1) return lines.join("\n");
+  const more = lines.length - fit;
+  console.log(dim(`[skills] ${more} of ${lines.length} skills are not listed in the system prompt (its list of skills takes at most ${SKILLS_BUDGET} characters)`));
+  return [...lines.slice(0, fit), `(${more} more skills are not listed here, to keep this prompt small. Each is a folder ${SKILLS_FOLDER}/<name>/ with a SKILL.md: list ${SKILLS_FOLDER}/ for their names, and load_skill loads one by its name.)`].join("\n");
 }
 
 /** A memory file for the prompt, at most MEMORY_LIMIT characters of it; a problem is a warning, not a stop. */

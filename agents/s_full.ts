@@ -476,7 +476,7 @@ function lexists(file: string): boolean {
   }
 }
 
-/** Whether a write lands in the agent's own files, which it reads at start: .agent/, .mcp.json, .env. */
+/** Whether a write lands in the agent's own files, which it reads at start: .agent/, skills/ (s12), .mcp.json, .env. */
 function isAgentFile(given: string): boolean {
   let relative: string[];
   try {
@@ -485,7 +485,7 @@ function isAgentFile(given: string): boolean {
   } catch {
     return false; // the sandbox refuses the path anyway
   }
-  return relative[0] === ".agent" || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
+  return [".agent", "skills"].includes(relative[0]) || (relative.length === 1 && (relative[0] === ".mcp.json" || relative[0].startsWith(".env")));
 }
 
 /** Where a file tool may write: the workspace, by the sandbox's own rule for "inside". */
@@ -1898,7 +1898,7 @@ function conversationOf(messages: MessageParam[]): Conversation {
 /**
  * Append every message not yet in the transcript (and `extra`), one JSON message per line.
  * This runs before each request, so whatever the model is sent is on disk before anything is
- * taken out of what it sees. The file is only appended to. false, and a warning, if it fails.
+ * taken out of what it sees, and with each reply. Only appended to. false, and a warning, if it fails.
  */
 function saveTranscript(conversation: Conversation, messages: MessageParam[], extra: MessageParam[] = []): boolean {
   const lines = [...messages.slice(conversation.written), ...extra].map((message) => `${JSON.stringify(message)}\n`).join("");
@@ -1926,8 +1926,7 @@ function saveTranscript(conversation: Conversation, messages: MessageParam[], ex
   }
 }
 
-// The agent's own notes live in its folder, .agent, which searches leave out (grep, glob).
-const TRANSCRIPTS = ".agent/transcripts";
+const TRANSCRIPTS = ".agent/transcripts"; // in the agent's own folder, which grep and glob leave out
 
 function newTranscriptName(): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
@@ -1936,11 +1935,7 @@ function newTranscriptName(): string {
   return name;
 }
 
-/**
- * A folder of the agent's notes, made with a .gitignore holding `*`: they are not the
- * project's files, so git never lists them as untracked. (Skills and MEMORY.md are the
- * project's to commit: they get none.)
- */
+/** A folder of the agent's notes, with a .gitignore of `*`: not the project's files, so git never lists them (skills and MEMORY.md get none). */
 function notesFolder(folder: string): void {
   if (existsSync(folder)) return;
   mkdirSync(folder, { recursive: true });
@@ -2033,11 +2028,7 @@ async function compact(messages: MessageParam[], why: string, focus?: string): P
   return true;
 }
 
-/**
- * Nothing changed, said in one line with when the next automatic try comes. Each try is a
- * model call that carries the whole conversation, so a failing one is not repeated before
- * every request: it waits until the context has grown by a tenth of the threshold.
- */
+/** Nothing changed, in one warning; each try sends the whole conversation, so the next automatic one waits until the context has grown by a tenth of the threshold. */
 function notCompacted(conversation: Conversation, why: string): false {
   conversation.retryAt = Math.max(conversation.contextTokens + Math.ceil(compactThreshold / 10), compactThreshold);
   console.log(`[warning] not compacted: ${why}; the conversation is sent as it is, and the next automatic try waits for a request past ${conversation.retryAt} input tokens`);

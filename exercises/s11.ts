@@ -64,16 +64,19 @@ function pairProblem(requests: MessageCreateParams[]) {
   return undefined;
 }
 
-/** The transcript files in the workspace, each as its lines parsed. */
+/** Where the transcripts go: the agent's own folder. */
+const TRANSCRIPTS = ".agent/transcripts";
+
+/** The transcript files in the workspace (not the folder's .gitignore), each as its lines parsed. */
 function transcripts(t: CheckKit): { name: string; messages: MessageParam[] }[] {
-  const folder = path.join(t.workspace, ".transcripts");
+  const folder = path.join(t.workspace, TRANSCRIPTS);
   if (!existsSync(folder) || !statSync(folder).isDirectory()) return [];
-  return readdirSync(folder).map((name) => {
+  return readdirSync(folder).filter((name) => name !== ".gitignore").map((name) => {
     const lines = readFileSync(path.join(folder, name), "utf8").split("\n").filter(Boolean);
     try {
       return { name, messages: lines.map((line) => JSON.parse(line) as MessageParam) };
     } catch {
-      return t.fail(say(`.transcripts/${name} has a line that is not JSON`, `.transcripts/${name} に JSON でない行があります`));
+      return t.fail(say(`${TRANSCRIPTS}/${name} has a line that is not JSON`, `${TRANSCRIPTS}/${name} に JSON でない行があります`));
     }
   });
 }
@@ -81,7 +84,7 @@ function transcripts(t: CheckKit): { name: string; messages: MessageParam[] }[] 
 function onlyTranscript(t: CheckKit) {
   const files = transcripts(t);
   if (files.length !== 1) {
-    t.fail(say(`.transcripts/ holds ${files.length} files (${files.map((f) => f.name).join(", ")}); one conversation, one file`, `.transcripts/ にファイルが ${files.length} 個あります(${files.map((f) => f.name).join("、")})。1つの会話には1つのファイルです`));
+    t.fail(say(`${TRANSCRIPTS}/ holds ${files.length} files (${files.map((f) => f.name).join(", ")}); one conversation, one file`, `${TRANSCRIPTS}/ にファイルが ${files.length} 個あります(${files.map((f) => f.name).join("、")})。1つの会話には1つのファイルです`));
   }
   return files[0];
 }
@@ -154,8 +157,8 @@ export default defineExercise({
     {
       function: "saveTranscript",
       task: say(
-        "append the messages not yet saved (conversation.written onwards) and `extra`, one JSON message per line, to conversation.transcript (newTranscriptName() the first time), a path inside the workspace (safePath); move conversation.written on; on failure, warn once and return false.",
-        "まだ保存していないメッセージ(conversation.written 以降)と extra を、1行に1つの JSON として conversation.transcript に追記します(最初は newTranscriptName() で名前を決めます)。パスはワークスペースの中(safePath)です。conversation.written を進め、失敗したら警告を1回だけ出して false を返します。",
+        "append the messages not yet saved (conversation.written onwards) and `extra`, one JSON message per line, to conversation.transcript (newTranscriptName() the first time), a path inside the workspace (safePath) in a folder made with notesFolder; move conversation.written on; on failure, warn once and return false.",
+        "まだ保存していないメッセージ(conversation.written 以降)と extra を、1行に1つの JSON として conversation.transcript に追記します(最初は newTranscriptName() で名前を決めます)。パスはワークスペースの中(safePath)で、フォルダは notesFolder で作ります。conversation.written を進め、失敗したら警告を1回だけ出して false を返します。",
       ),
     },
     {
@@ -168,8 +171,8 @@ export default defineExercise({
     {
       function: "compact",
       task: say(
-        "save the transcript first (if it fails: a warning, return false); ask the model for a summary (SUMMARY_REQUEST, the focus, no tool may be called) of contextFor(...); a failed request, a reply cut off or an empty one: a warning, return false, nothing changed; otherwise save summaryMessage(...) to the transcript and set conversation.cut, summary and contextTokens.",
-        "まずトランスクリプトを保存します(失敗したら警告を出して false)。contextFor(...) の要約をモデルに頼みます(SUMMARY_REQUEST と focus、ツールは呼ばせない)。リクエストの失敗、途切れた応答、空の応答は警告を出して false を返し、何も変えません。うまくいったら summaryMessage(...) をトランスクリプトに保存し、conversation の cut、summary、contextTokens を設定します。",
+        "save the transcript first (if it fails: return notCompacted(...), which warns and delays the next try); ask the model for a summary (SUMMARY_REQUEST, the focus, no tool may be called) of contextFor(...); a failed request, a reply cut off or an empty one: return notCompacted(...), nothing changed; otherwise save summaryMessage(...) to the transcript and set conversation.cut, summary, contextTokens and retryAt (0: no wait any more).",
+        "まずトランスクリプトを保存します(失敗したら return notCompacted(...)。警告を出し、次に試すのを先に延ばします)。contextFor(...) の要約をモデルに頼みます(SUMMARY_REQUEST と focus、ツールは呼ばせない)。リクエストの失敗、途切れた応答、空の応答は return notCompacted(...) で、何も変えません。うまくいったら summaryMessage(...) をトランスクリプトに保存し、conversation の cut、summary、contextTokens、retryAt(0: もう待たない)を設定します。",
       ),
     },
   ],
@@ -192,7 +195,7 @@ export default defineExercise({
     },
     {
       name: "the summary not saved to the transcript",
-      change: [["if (!saveTranscript(conversation, messages, [message])) {", "if (!saveTranscript(conversation, messages)) {"]],
+      change: [["if (!saveTranscript(conversation, messages, [message])) return", "if (!saveTranscript(conversation, messages)) return"]],
       fails: "auto",
     },
     {
@@ -226,13 +229,18 @@ export default defineExercise({
       fails: "transcript",
     },
     {
+      name: "the transcripts folder made with mkdirSync: no .gitignore, so git lists every transcript",
+      change: [["    notesFolder(path.dirname(file));", "    mkdirSync(path.dirname(file), { recursive: true });"]],
+      fails: "transcript",
+    },
+    {
       name: "compacts at the threshold, not only past it",
-      change: [["else if (used > compactThreshold)", "else if (used >= compactThreshold)"]],
+      change: [["else if (used > Math.max(compactThreshold, conversation.retryAt))", "else if (used >= Math.max(compactThreshold, conversation.retryAt))"]],
       fails: "auto",
     },
     {
       name: "cut not moved: the summary is sent, and the conversation it replaced with it",
-      change: [["Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });", "Object.assign(conversation, { summary: message, contextTokens: 0 });"]],
+      change: [["Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });", "Object.assign(conversation, { summary: message, contextTokens: 0, retryAt: 0 });"]],
       fails: "auto",
     },
     {
@@ -242,16 +250,26 @@ export default defineExercise({
     },
     {
       name: "the summary asked for before the transcript is saved",
-      change: [["  if (!saveTranscript(conversation, messages)) {\n    console.log(`[warning] not compacted: the transcript cannot be written (${conversation.writeProblem}); ${keep}`);\n    return false;\n  }\n", ""]],
+      change: [["  if (!saveTranscript(conversation, messages)) return notCompacted(conversation, `the transcript cannot be written (${conversation.writeProblem})`);\n", ""]],
       fails: "nothing-lost",
+    },
+    {
+      name: "a failed summary warned about, but not through notCompacted: it is asked for again before every request",
+      change: [["    return notCompacted(conversation, `the summary request failed (${describeProviderError(error).replace(/^\\[error\\] /, \"\").replace(/\\.$/, \"\")})`);", "    console.log(`[warning] not compacted: the summary request failed (${String(error)})`);\n    return false;"]],
+      fails: "back-off",
+    },
+    {
+      name: "retryAt not reset by a compaction that worked: the next one waits for a failure long past",
+      change: [["Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });", "Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0 });"]],
+      fails: "back-off",
     },
   ],
   requirements: [
     {
       id: "transcript",
       title: say(
-        "Every message sent is on disk: one file under .transcripts/, one JSON message per line, each message once and in order, across turns",
-        "送ったメッセージはすべてディスクにある。.transcripts/ の下に1ファイル、1行に1つの JSON メッセージ。ターンをまたいでも、どのメッセージも1回ずつ、順番どおり",
+        "Every message is on disk, the last reply too: one file under .agent/transcripts/ (a folder git ignores), one JSON message per line, each message once and in order, across turns",
+        "メッセージはすべて、最後の応答まで含めてディスクにある。.agent/transcripts/(git が無視するフォルダ)の下に1ファイル、1行に1つの JSON メッセージ。ターンをまたいでも、どのメッセージも1回ずつ、順番どおり",
       ),
       hints: [
         say("Before a request goes out, which of its messages are not on disk yet?", "リクエストを送る前に、その中のどのメッセージがまだディスクにないでしょう。"),
@@ -260,21 +278,23 @@ export default defineExercise({
           "会話は、何件書いたかを覚えています。messages.slice(written) だけを1行に1つの JSON.stringify で appendFileSync し、written を messages.length に進めます。名前は最初の1回だけ決めます。",
         ),
         say(
-          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); mkdirSync(path.dirname(file), { recursive: true }); appendFileSync(file, lines); conversation.written = messages.length;",
-          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); mkdirSync(path.dirname(file), { recursive: true }); appendFileSync(file, lines); conversation.written = messages.length;",
+          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); notesFolder(path.dirname(file)); appendFileSync(file, lines); conversation.written = messages.length;",
+          "conversation.transcript ??= newTranscriptName(); const file = safePath(conversation.transcript); notesFolder(path.dirname(file)); appendFileSync(file, lines); conversation.written = messages.length;",
         ),
       ],
       async check(t) {
         t.write("a.txt", textOf("a"));
         const { messages } = await played(t, scenarioOf([reply.tools([read("a")]), reply.text("one"), reply.text("two")]));
         const transcript = onlyTranscript(t);
-        if (!transcript.name.endsWith(".jsonl")) t.fail(say(`the transcript is .transcripts/${transcript.name}, not a .jsonl file`, `トランスクリプトが .transcripts/${transcript.name} で、.jsonl ファイルではありません`));
-        // Every request carried the conversation up to it: the last reply is the only message no request carried.
-        const sent = messages.slice(0, -1);
-        if (!same(transcript.messages, sent)) {
+        if (!transcript.name.endsWith(".jsonl")) t.fail(say(`the transcript is ${TRANSCRIPTS}/${transcript.name}, not a .jsonl file`, `トランスクリプトが ${TRANSCRIPTS}/${transcript.name} で、.jsonl ファイルではありません`));
+        if (t.read(`${TRANSCRIPTS}/.gitignore`) !== "*\n") {
+          t.fail(say(`${TRANSCRIPTS}/.gitignore holds ${quote(t.read(`${TRANSCRIPTS}/.gitignore`) ?? null)}: git would list every transcript as untracked`, `${TRANSCRIPTS}/.gitignore の中身は ${quote(t.read(`${TRANSCRIPTS}/.gitignore`) ?? null)} です。git がトランスクリプトをすべて未追跡として表示してしまいます`), say("a .gitignore holding *, made with the folder (notesFolder)", "フォルダと一緒に作った、* だけの .gitignore(notesFolder)"));
+        }
+        // The client saves each reply as it arrives (the loop's next message): the last one, which no request carries, too.
+        if (!same(transcript.messages, messages)) {
           t.fail(
-            say(`the transcript holds ${transcript.messages.length} messages; the ${sent.length} sent, each once and in order, were expected`, `トランスクリプトには ${transcript.messages.length} 件のメッセージがあります。送った ${sent.length} 件が1回ずつ順番どおりに入っているはずです`),
-            say(`the roles ${quote(sent.map((m) => m.role))}`, `役割 ${quote(sent.map((m) => m.role))}`),
+            say(`the transcript holds ${transcript.messages.length} messages; the conversation's ${messages.length}, each once and in order, were expected`, `トランスクリプトには ${transcript.messages.length} 件のメッセージがあります。会話の ${messages.length} 件が1回ずつ順番どおりに入っているはずです`),
+            say(`the roles ${quote(messages.map((m) => m.role))}`, `役割 ${quote(messages.map((m) => m.role))}`),
           );
         }
       },
@@ -512,12 +532,12 @@ export default defineExercise({
       hints: [
         say("A summary cut off in the middle, or messages that are nowhere on disk: which is worse, a long context or a lost one?", "途中で途切れた要約や、ディスクのどこにもないメッセージ。長いコンテキストと失われたコンテキストでは、どちらが困るでしょう。"),
         say(
-          "In compact, save the transcript before anything else and stop when that fails. After the summary request, a stop_reason other than end_turn or an empty text is a failure too. On every failure, print a warning and return false before changing the conversation.",
-          "compact では何よりも先にトランスクリプトを保存し、失敗したらそこで止めます。要約のリクエストのあと、stop_reason が end_turn でない応答や空のテキストも失敗です。どの失敗でも、会話を変える前に警告を出して false を返します。",
+          "In compact, save the transcript before anything else and stop when that fails. After the summary request, a stop_reason other than end_turn or an empty text is a failure too. On every failure, return notCompacted(conversation, why), which prints the warning and returns false, before changing the conversation.",
+          "compact では何よりも先にトランスクリプトを保存し、失敗したらそこで止めます。要約のリクエストのあと、stop_reason が end_turn でない応答や空のテキストも失敗です。どの失敗でも、会話を変える前に return notCompacted(conversation, why) とします。警告を出して false を返す関数です。",
         ),
         say(
-          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { console.log(`[warning] not compacted: ${error.message}`); return false; }",
-          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { console.log(`[warning] not compacted: ${error.message}`); return false; }",
+          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { return notCompacted(conversation, `the summary request failed (${error.message})`); }",
+          "if (reply.stop_reason === \"max_tokens\") throw new Error(\"the summary was cut off\"); ... catch (error) { return notCompacted(conversation, `the summary request failed (${error.message})`); }",
         ),
       ],
       async check(t) {
@@ -529,27 +549,67 @@ export default defineExercise({
         }
         if (!warned(t)) t.fail(say("the summary failed and no warning was printed", "要約に失敗したのに、警告が表示されていません"));
 
-        // .transcripts is a file: nothing can be saved, so no summary may be asked for.
-        rmSync(path.join(t.workspace, ".transcripts"), { recursive: true, force: true });
-        t.write(".transcripts", "a file where the folder should be");
+        // The transcripts folder is a file: nothing can be saved, so no summary may be asked for.
+        rmSync(path.join(t.workspace, TRANSCRIPTS), { recursive: true, force: true });
+        t.write(TRANSCRIPTS, "a file where the folder should be");
         // Under the threshold the work goes on; the person is told once, not at every request.
         const quietFrom = t.printed.length;
         await played(t, withThreshold([reply.tools([read("a", "toolu_a1")]), reply.tools([read("a", "toolu_a2")]), reply.tools([read("a", "toolu_a3")]), reply.text("done")], 0));
         const warnings = t.printed.slice(quietFrom).filter(isWarning);
         if (warnings.length !== 1) {
           t.fail(
-            say(`with .transcripts unwritable, four requests printed ${warnings.length} warnings: ${quote(warnings)}`, `.transcripts に書けないまま4回リクエストして、警告が ${warnings.length} 回出ました: ${quote(warnings)}`),
+            say(`with ${TRANSCRIPTS} unwritable, four requests printed ${warnings.length} warnings: ${quote(warnings)}`, `${TRANSCRIPTS} に書けないまま4回リクエストして、警告が ${warnings.length} 回出ました: ${quote(warnings)}`),
             say("one warning, the first time the transcript could not be written", "トランスクリプトが書けなかった最初の1回だけ、警告を出す"),
           );
         }
         const printedBefore = t.printed.length;
         const blocked = await played(t, withThreshold([used(6000, reply.tools([read("a")])), reply.text("done")], 0));
         if (blocked.requests.length !== 2 || (blocked.requests[1].messages as MessageParam[]).length !== 3) {
-          t.fail(say("with .transcripts unwritable, the conversation was compacted anyway: its messages would be lost", ".transcripts に書けないのに会話が圧縮されました。メッセージが失われてしまいます"));
+          t.fail(say(`with ${TRANSCRIPTS} unwritable, the conversation was compacted anyway: its messages would be lost`, `${TRANSCRIPTS} に書けないのに会話が圧縮されました。メッセージが失われてしまいます`));
         }
         if (!t.printed.slice(printedBefore).some((line) => /warn|not compacted|cannot|could not|failed/i.test(line))) {
           t.fail(say("the transcript could not be written and no warning was printed", "トランスクリプトが書けないのに、警告が表示されていません"));
         }
+      },
+    },
+    {
+      id: "back-off",
+      title: say(
+        "A summary that fails is not asked for again before every request: the next automatic try waits until the context has grown by a tenth of COMPACT_THRESHOLD, with one warning that says when; a compaction that works ends the wait",
+        "失敗した要約は、リクエストのたびに頼み直さない。次の自動の試みは、コンテキストが COMPACT_THRESHOLD の10分の1だけ増えるまで待ち、いつ試すかを1回の警告で伝える。圧縮がうまくいけば、待ちは終わる",
+      ),
+      hints: [
+        say("A summary request carries the whole conversation. If one failed a moment ago, what does asking again before the very next request cost, and what would it change?", "要約のリクエストは会話全体を運びます。いま失敗したばかりなのに、すぐ次のリクエストの前にまた頼むと、何がかかり、何が変わるでしょう。"),
+        say(
+          "On every failure, return notCompacted(conversation, why): it prints the one warning and sets conversation.retryAt, which the client compares with the last request's input tokens. When a compaction works, set retryAt back to 0 with cut, summary and contextTokens.",
+          "どの失敗でも return notCompacted(conversation, why) とします。警告を1回出し、conversation.retryAt を設定します。クライアントはこれを直前のリクエストの入力トークンと比べます。圧縮がうまくいったら、cut、summary、contextTokens と一緒に retryAt を 0 に戻します。",
+        ),
+        say(
+          "} catch (error) { return notCompacted(conversation, `the summary request failed (${String(error)})`); } ... Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });",
+          "} catch (error) { return notCompacted(conversation, `the summary request failed (${String(error)})`); } ... Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });",
+        ),
+      ],
+      async check(t) {
+        t.write("a.txt", textOf("a"));
+        // Threshold 5,000, so a failed try waits until a request passes its tokens + 500.
+        const step = (tokens: number, n: number) => used(tokens, reply.tools([read("a", `toolu_a${n}`)]));
+        const replies = [
+          step(6000, 1), reply.text("SUMMARY that stops in the mid", "max_tokens"), // fails: the next try waits for more than 6,500
+          step(6100, 2), step(6200, 3), step(6700, 4), // only past 6,500 is it tried again
+          reply.text(SUMMARY), step(6000, 5), reply.text(SUMMARY), reply.text("done"), // it worked: 6,000 is past the threshold again
+        ];
+        const from = t.printed.length;
+        const session = await t.replay(withThreshold(replies, 3));
+        const asked = session.requests.flatMap((request, i) => (wordsOf(request).includes("Summarise the conversation so far") ? [i + 1] : []));
+        if (asked.join(",") !== "2,6,8") {
+          t.fail(
+            say(`the summary requests were requests ${quote(asked)}, counting every request: steps of 6,000 tokens (its summary fails), 6,100, 6,200, 6,700, then 6,000 after a summary that worked`, `要約のリクエストは、すべてのリクエストを数えて ${quote(asked)} 番目でした。6,000 トークン(その要約は失敗)、6,100、6,200、6,700 と進み、要約がうまくいったあと 6,000 です`),
+            say("requests 2, 6 and 8: after 6,000, then only past 6,500 (6,700), then after 6,000 again, the wait being over", "2、6、8 番目。6,000 のあと、次は 6,500 を超えたとき(6,700)だけ、そして待ちが終わったので 6,000 のあとにもう1回"),
+          );
+        }
+        const warnings = t.printed.slice(from).filter((line) => /not compacted/i.test(line));
+        if (warnings.length !== 1) t.fail(say(`one failed summary printed ${warnings.length} warnings: ${quote(warnings)}`, `要約の失敗1回で、警告が ${warnings.length} 回出ました: ${quote(warnings)}`));
+        checked(t, session);
       },
     },
     {
@@ -571,8 +631,10 @@ export default defineExercise({
         const report = t.read("src/report.js") ?? "";
         if (!report.includes("item.quantity < item.min") || !report.includes(".sort(")) t.fail(say(`src/report.js is not the demo's: ${quote(report.slice(0, 300))}`, `src/report.js がデモのものになっていません: ${quote(report.slice(0, 300))}`));
         const transcript = JSON.stringify(onlyTranscript(t).messages);
-        const missing = messages.slice(0, -1).flatMap(blocks).find((b) => b.type === "tool_use" && !transcript.includes(b.id!));
+        const missing = messages.flatMap(blocks).find((b) => b.type === "tool_use" && !transcript.includes(b.id!));
         if (missing) t.fail(say(`the transcript lost the call ${missing.id}`, `トランスクリプトから呼び出し ${missing.id} が失われています`));
+        const last = JSON.stringify(messages.at(-1));
+        if (!transcript.includes(last.slice(1, -1))) t.fail(say("the demo's last reply, its report, is not in the transcript", "デモの最後の応答(報告)がトランスクリプトにありません"));
       },
     },
   ],

@@ -20,6 +20,9 @@ function writeSkills(t: CheckKit): void {
   t.write("skills/broken/SKILL.md", "---\nname: broken\ndescription: [unclosed\n---\nSTEPS-OF-BROKEN\n");
   t.write("skills/nameless/SKILL.md", "---\ndescription: A skill with no name.\n---\nSTEPS-OF-NAMELESS\n");
   t.write("skills/other-folder/SKILL.md", skill("changelog", "A second changelog skill.", "STEPS-OF-IMPOSTOR"));
+  // Valid YAML, but far more than a name, a description and a few keys: never parsed.
+  const keys = Array.from({ length: 600 }, (_, i) => `key_${i}: a value`).join("\n");
+  t.write("skills/huge/SKILL.md", `---\nname: huge\ndescription: A frontmatter of 600 keys.\n${keys}\n---\nSTEPS-OF-HUGE\n`);
   // Two ways out of the workspace: a skill folder that is a link, and a SKILL.md that is one.
   mkdirSync(path.join(t.outside, "linked"));
   writeFileSync(path.join(t.outside, "linked", "SKILL.md"), skill("linked", "A skill from outside the workspace.", "STEPS-OF-OUTSIDE"));
@@ -67,8 +70,8 @@ export default defineExercise({
     {
       function: "parseSkill",
       task: say(
-        "read one SKILL.md: YAML frontmatter (the yaml package) with a name and a description, then the instructions; the name must be the folder's; throw an Error saying what is wrong with the file.",
-        "SKILL.md を1つ読みます。YAML のフロントマター(yaml パッケージで解析)に name と description があり、そのあとが手順です。name はフォルダ名と同じでなければなりません。ファイルのどこが悪いかを書いた Error を throw します。",
+        "read one SKILL.md: YAML frontmatter (the yaml package) of at most MAX_FRONTMATTER characters, with a name and a description, then the instructions; the name must be the folder's; throw an Error saying what is wrong with the file.",
+        "SKILL.md を1つ読みます。YAML のフロントマター(yaml パッケージで解析。長さは MAX_FRONTMATTER 文字まで)に name と description があり、そのあとが手順です。name はフォルダ名と同じでなければなりません。ファイルのどこが悪いかを書いた Error を throw します。",
       ),
     },
     {
@@ -113,6 +116,11 @@ export default defineExercise({
     {
       name: "frontmatter found only with \\n line endings: a CRLF SKILL.md is skipped",
       change: [["const parts = /^---[ \\t]*\\r?\\n(?:([\\s\\S]*?)\\r?\\n)?---[ \\t]*(?:\\r?\\n|$)([\\s\\S]*)$/.exec(text);", "const parts = /^---\\n(?:([\\s\\S]*?)\\n)?---\\n([\\s\\S]*)$/.exec(text);"]],
+      fails: "listed",
+    },
+    {
+      name: "any frontmatter parsed, however long: yaml's duplicate-key check takes a minute on 100,000 keys",
+      change: [["  if ((parts[1] ?? \"\").length > MAX_FRONTMATTER) throw new Error(`its frontmatter is ${parts[1].length} characters; at most ${MAX_FRONTMATTER}, for a name, a description and a few keys`);\n", ""]],
       fails: "listed",
     },
     {
@@ -181,14 +189,14 @@ export default defineExercise({
     {
       id: "listed",
       title: say(
-        "The system prompt lists each valid skill by name and description, not its instructions; a SKILL.md without frontmatter, with bad YAML, without a name, named unlike its folder, or leading out of the workspace by a link is skipped with a warning naming the file",
-        "システムプロンプトには正しいスキルが名前と説明で並び、手順は入らない。フロントマターのない SKILL.md、YAML の壊れたもの、name のないもの、フォルダ名と違う name のもの、リンクでワークスペースの外に通じるものは、ファイル名を挙げた警告を出して飛ばす",
+        "The system prompt lists each valid skill by name and description, not its instructions; a SKILL.md without frontmatter, with bad YAML, with a frontmatter over MAX_FRONTMATTER characters, without a name, named unlike its folder, or leading out of the workspace by a link is skipped with a warning naming the file",
+        "システムプロンプトには正しいスキルが名前と説明で並び、手順は入らない。フロントマターのない SKILL.md、YAML の壊れたもの、フロントマターが MAX_FRONTMATTER 文字を超えるもの、name のないもの、フォルダ名と違う name のもの、リンクでワークスペースの外に通じるものは、ファイル名を挙げた警告を出して飛ばす",
       ),
       hints: [
         say("The model only needs to know a skill exists and when to use it. What is the least it must see, and what if one file is broken?", "モデルが知る必要があるのは、スキルがあることと、いつ使うかだけです。最低限見せるべきものは何でしょう。1つのファイルが壊れていたら?"),
         say(
-          "In parseSkill: the text must start with a line ---; the frontmatter ends at the next line ---; YAML.parse it (it throws on bad YAML); name and description must be non-empty strings, and name the folder's. Throw for each problem: readSkills turns your error into the warning.",
-          "parseSkill では、テキストは --- の行で始まり、次の --- の行でフロントマターが終わります。それを YAML.parse します(壊れた YAML なら例外になります)。name と description は空でない文字列で、name はフォルダ名と同じです。問題ごとに throw すれば、readSkills がそれを警告にします。",
+          "In parseSkill: the text must start with a line ---; the frontmatter ends at the next line ---; one longer than MAX_FRONTMATTER is refused unparsed (yaml's duplicate-key check is slow on many keys); YAML.parse it (it throws on bad YAML); name and description must be non-empty strings, and name the folder's. Throw for each problem: readSkills turns your error into the warning.",
+          "parseSkill では、テキストは --- の行で始まり、次の --- の行でフロントマターが終わります。MAX_FRONTMATTER より長いものは解析せずに断ります(キーが多いと yaml の重複キー検査が遅いからです)。それを YAML.parse します(壊れた YAML なら例外になります)。name と description は空でない文字列で、name はフォルダ名と同じです。問題ごとに throw すれば、readSkills がそれを警告にします。",
         ),
         say(
           "const parts = /^---\\r?\\n([\\s\\S]*?)\\r?\\n---\\r?\\n([\\s\\S]*)$/.exec(text); const meta = YAML.parse(parts[1]); if (meta.name !== folder) throw new Error(...); return { name, description, file, instructions: parts[2].trim() };",
@@ -203,10 +211,10 @@ export default defineExercise({
           const line = system.split("\n").find((candidate) => candidate.includes(name) && candidate.includes(description));
           if (!line) t.fail(say(`the system prompt does not list the skill ${name} with its description ${quote(description)}; it ends ${quote(system.slice(-600))}`, `システムプロンプトにスキル ${name} が説明 ${quote(description)} と一緒に並んでいません。末尾は ${quote(system.slice(-600))} でした`));
         }
-        const leaked = ["STEPS-OF-", "A second changelog skill", "A skill with no name", "from outside the workspace", "Not in the skills folder"].find((text) => system.includes(text));
+        const leaked = ["STEPS-OF-", "A second changelog skill", "A skill with no name", "from outside the workspace", "Not in the skills folder", "A frontmatter of 600 keys"].find((text) => system.includes(text));
         if (leaked) t.fail(say(`the system prompt holds ${quote(leaked)}: instructions, or a skill that should have been skipped`, `システムプロンプトに ${quote(leaked)} が入っています。手順か、飛ばすべきスキルです`));
         const screen = t.printed.join("\n");
-        for (const folder of ["notes", "broken", "nameless", "other-folder", "linked", "sneaky"]) {
+        for (const folder of ["notes", "broken", "nameless", "other-folder", "linked", "sneaky", "huge"]) {
           if (!screen.includes(`skills/${folder}/SKILL.md`)) t.fail(say(`no warning names skills/${folder}/SKILL.md; the screen showed ${quote(screen)}`, `skills/${folder}/SKILL.md を挙げた警告がありません。画面は ${quote(screen)} でした`));
         }
       },

@@ -2,7 +2,7 @@
 // driving the stage's real loop with recorded replies and reading what the model received:
 // old tool results become placeholders that name the tool and how to get the content back;
 // past COMPACT_THRESHOLD (or when asked, by the `compact` tool or /compact) the conversation
-// is saved to .transcripts/ and replaced by a summary the model writes; a pair of tool_use and
+// is saved to .agent/transcripts/ and replaced by a summary the model writes; a pair of tool_use and
 // tool_result is never split; a failed summary or an unwritable transcript changes nothing.
 // Every request of every test is checked against the API's rules for tool calls and results.
 import { execFileSync } from "node:child_process";
@@ -22,6 +22,7 @@ import { onScreen, REPO_ROOT, reply, resultText, runMain, scenarioOf, stageFile,
 import { expectWholeSession } from "./whole-session.ts";
 
 const FILE = stageFile("s11");
+const TRANSCRIPTS = ".agent/transcripts";
 type Stage = {
   agentLoop(messages: MessageParam[]): Promise<void>;
   prepareReplay(scenario: Partial<Scenario> & { compactThreshold?: number }): void;
@@ -36,7 +37,7 @@ const threshold = (tokens: number) => stage.prepareReplay({ compactThreshold: to
 afterEach(() => stage.prepareReplay({})); // back to COMPACT_THRESHOLD's value
 // Every conversation here runs in a temporary workspace: a transcript in the repository means
 // one ran where it should not (it happened once; see "the working directory changes").
-afterAll(() => expect(existsSync(path.join(REPO_ROOT, ".transcripts")), "a .transcripts folder in the repository").toBe(false));
+afterAll(() => expect(existsSync(path.join(REPO_ROOT, TRANSCRIPTS)), "a transcripts folder in the repository").toBe(false));
 
 // ---------------------------------------------------------------------------------------
 // Replies, requests and the rules every request must keep
@@ -75,11 +76,13 @@ function requestProblems(requests: MessageCreateParams[]): string[] {
   return problems;
 }
 
-/** The transcript files of the workspace, each as its messages, one per line. */
+/** The transcript files of the workspace (not the folder's .gitignore), each as its messages, one per line. */
 function transcripts(): Record<string, MessageParam[]> {
-  if (!existsSync(".transcripts")) return {};
+  if (!existsSync(TRANSCRIPTS)) return {};
   return Object.fromEntries(
-    readdirSync(".transcripts").map((name) => [name, readFileSync(path.join(".transcripts", name), "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam)]),
+    readdirSync(TRANSCRIPTS)
+      .filter((name) => name !== ".gitignore")
+      .map((name) => [name, readFileSync(path.join(TRANSCRIPTS, name), "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam)]),
   );
 }
 const onlyTranscript = () => {
@@ -126,7 +129,7 @@ describe("s11 micro-compaction: old tool results become placeholders in what is 
     expect(results.map((r) => r.tool_use_id)).toEqual(["toolu_a", "toolu_b", "toolu_c", "toolu_d", "toolu_e"]);
     const { name } = onlyTranscript();
     expect(resultText(results[0])).toBe(
-      `[Old result cleared to save context: read_file {"path":"a.txt"}, 1000 characters. Call read_file again for the current content, or see it as it was: grep -F 'toolu_a' .transcripts/${name}.]`,
+      `[Old result cleared to save context: read_file {"path":"a.txt"}, 1000 characters. Call read_file again for the current content, or see it as it was: grep -F 'toolu_a' .agent/transcripts/${name}.]`,
     );
     expect(resultText(results[1])).toMatch(/^\[Old result cleared to save context: read_file \{"path":"b\.txt"\}/);
     expect(results.slice(2).map(resultText)).toEqual(["c".repeat(1000), "d".repeat(1000), "e".repeat(1000)]);
@@ -218,7 +221,7 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     bigFiles(["a.txt"]);
     const at = await play(replay, [used(5000, reply.tools([read("a.txt")])), reply.text("done")]);
     expect(at.requests.filter(isSummaryRequest)).toHaveLength(0);
-    rmSync(".transcripts", { recursive: true });
+    rmSync(TRANSCRIPTS, { recursive: true });
     const over = await play(replay, [used(5001, reply.tools([read("a.txt")])), summaryReply(), reply.text("done")]);
     expect(over.requests.map(isSummaryRequest)).toEqual([false, true, false]);
     expect(printed.join("\n")).toContain("[compacting the context: the last request used 5001 input tokens, over COMPACT_THRESHOLD (5000)]");
@@ -261,7 +264,7 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     expect(after).toHaveLength(1);
     const { name } = onlyTranscript();
     expect(textOf(after[0])).toBe(
-      `[The conversation so far was compacted to make room. This summary replaces it; every message is kept, one JSON message per line, in .transcripts/${name} (search it with grep for an exact detail).]\n\n` +
+      `[The conversation so far was compacted to make room. This summary replaces it; every message is kept, one JSON message per line, in .agent/transcripts/${name} (search it with grep for an exact detail).]\n\n` +
         "SUMMARY: a.txt holds a's.\n\nThe person's latest request, word for word:\ncount the a's in a.txt\n\nCarry on from where the work stopped.",
     );
     expect(textOf(after[0])).not.toContain("a".repeat(1000));
@@ -305,11 +308,10 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     );
     expect(requests.filter(isSummaryRequest)).toHaveLength(2);
     const transcript = onlyTranscript().messages;
-    // The conversation, in order and in full, with each summary where it took over; only the
-    // last reply is not there yet: no request has carried it.
+    // The conversation, in order and in full (the last reply too), with each summary where it took over.
     const summaries = transcript.filter(isSummaryMessage);
     expect(summaries.map(textOf).map((text) => /SUMMARY \w+/.exec(text)?.[0])).toEqual(["SUMMARY ONE", "SUMMARY TWO"]);
-    expect(transcript.filter((m) => !isSummaryMessage(m))).toEqual(JSON.parse(JSON.stringify(messages.slice(0, -1))));
+    expect(transcript.filter((m) => !isSummaryMessage(m))).toEqual(JSON.parse(JSON.stringify(messages)));
     expect(transcript.indexOf(summaries[0])).toBe(5);
     // The second summary was written from the first one and what came after it.
     expect(textOf((requests.filter(isSummaryRequest)[1].messages as MessageParam[])[0])).toContain("SUMMARY ONE");
@@ -342,6 +344,35 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     }
   });
 
+  it("a summary that keeps failing is not asked for before every request: once, then again only when the context has grown by a tenth of the threshold", async () => {
+    threshold(5000);
+    bigFiles(["a.txt"]);
+    // Six steps over the threshold: 6,000 input tokens, then a little more at each, then past 6,500.
+    const steps = [6000, 6100, 6200, 6300, 6400, 6600].map((tokens) => used(tokens, reply.tools([read("a.txt")])));
+    const { handlers, replay: served } = replayHandlers(scenarioOf([...steps, reply.text("done")]));
+    let summaryRequests = 0;
+    const failing = http.post("*/v1/messages", async ({ request }) => {
+      if (!isSummaryRequest((await request.clone().json()) as MessageCreateParams)) return;
+      summaryRequests += 1;
+      return Response.json({ type: "error", error: { type: "api_error", message: "overloaded" } }, { status: 500, headers: { "x-should-retry": "false" } });
+    });
+    const server = setupServer(failing, ...handlers);
+    server.listen({ onUnhandledRequest: "error" });
+    try {
+      await stage.agentLoop([{ role: "user", content: "go" }]);
+      expect(served.verdict()).toEqual([]);
+      // Before the second request (6,000 used) and before the last (6,600: past 6,000 + 500); not in between.
+      expect(summaryRequests).toBe(2);
+      const warnings = printed.filter((line) => line.startsWith("[warning] not compacted"));
+      expect(warnings).toEqual([
+        expect.stringMatching(/the conversation is sent as it is, and the next automatic try waits for a request past 6500 input tokens$/),
+        expect.stringMatching(/the next automatic try waits for a request past 7100 input tokens$/),
+      ]);
+    } finally {
+      server.close();
+    }
+  });
+
   it("a summary cut off by max_tokens, or none at all, is a failure too: nothing compacted", async () => {
     threshold(5000);
     bigFiles(["a.txt"]);
@@ -352,10 +383,11 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     expect(transcripts()[onlyTranscript().name].some(isSummaryMessage)).toBe(false);
   });
 
-  it("an unwritable .transcripts: a clear warning, no summary request, and once it can be written, everything is in it", async () => {
+  it("an unwritable transcripts folder: a clear warning, no summary request, and once it can be written, everything is in it", async () => {
     threshold(5000);
     bigFiles(["a.txt", "b.txt", "c.txt", "d.txt"]);
-    writeFileSync(".transcripts", "a file where the folder should be");
+    mkdirSync(".agent");
+    writeFileSync(TRANSCRIPTS, "a file where the folder should be");
     const scenario = scenarioOf([used(6000, reply.tools([read("a.txt")])), reply.tools([read("b.txt")]), reply.tools([read("c.txt")]), reply.tools([read("d.txt")]), reply.text("done")]);
     const session = replay(scenario);
     const messages: MessageParam[] = [{ role: "user", content: "go" }];
@@ -368,18 +400,19 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
     // Placeholders cannot point at a transcript that is not there: they only say how to read it again.
     const cleared = resultText((session.requests.at(-1)!.messages as MessageParam[]).flatMap(blocks).find((b) => b.type === "tool_result") as ToolResultBlockParam);
     expect(cleared).toBe('[Old result cleared to save context: read_file {"path":"a.txt"}, 1000 characters. Call read_file again for the current content.]');
-    rmSync(".transcripts");
+    rmSync(TRANSCRIPTS);
     replay(scenarioOf([reply.text("ok")]));
     messages.push({ role: "user", content: "again" });
     await stage.agentLoop(messages);
-    expect(onlyTranscript().messages).toEqual(JSON.parse(JSON.stringify(messages.slice(0, -1))));
+    expect(onlyTranscript().messages).toEqual(JSON.parse(JSON.stringify(messages)));
   });
 
-  it("a .transcripts that is a link to outside the workspace is not written through", async () => {
+  it("a transcripts folder that is a link to outside the workspace is not written through", async () => {
     const outside = path.join(process.cwd(), "..", `outside-${path.basename(process.cwd())}`);
     mkdirSync(outside);
     try {
-      execFileSync("ln", ["-s", outside, ".transcripts"]);
+      mkdirSync(".agent");
+      execFileSync("ln", ["-s", outside, TRANSCRIPTS]);
       const { verdict } = await play(replay, [reply.text("done")]);
       expect(verdict).toEqual([]);
       expect(readdirSync(outside)).toEqual([]);
@@ -391,7 +424,7 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
 
   it("the working directory changes under a running conversation: the transcript stays in its workspace, nothing lands in the new one", async () => {
     // What happened once: a test ended while its replay ran on, went back to the repository,
-    // and the replay's last messages were appended to the repository's own .transcripts/.
+    // and the replay's last messages were appended to the repository's own transcripts folder.
     const workspace = process.cwd();
     const elsewhere = path.join(workspace, "..", `elsewhere-${path.basename(workspace)}`);
     mkdirSync(elsewhere);
@@ -418,10 +451,65 @@ describe("s11 auto-compaction: past COMPACT_THRESHOLD, a summary replaces the co
       replay(scenarioOf([reply.text("ok")]));
       messages.push({ role: "user", content: "again" });
       await stage.agentLoop(messages);
-      expect(onlyTranscript().messages).toEqual(JSON.parse(JSON.stringify(messages.slice(0, -1))));
+      expect(onlyTranscript().messages).toEqual(JSON.parse(JSON.stringify(messages)));
     } finally {
       rmSync(elsewhere, { recursive: true, force: true });
     }
+  });
+});
+
+describe("s11 every message on disk, in the agent's own folder", () => {
+  const workspace = useWorkspace();
+  const replay = useReplay();
+  usePrinted();
+
+  /** The stage's program with a key, so that it talks to the replay. */
+  async function program(args: string[], input = "") {
+    vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef");
+    vi.resetModules();
+    try {
+      const { code, output } = await runMain(FILE, args, { input });
+      expect(code, output).toBe(0);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  }
+
+  it("one-shot mode: the reply that ends the session is in the transcript when the program ends", async () => {
+    writeFileSync("a.txt", "a");
+    replay(scenarioOf([reply.tools([read("a.txt", "toolu_one")]), reply.text("REPORT: a.txt holds one a.")]));
+    await program(["read a.txt"]);
+    const { messages } = onlyTranscript();
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(textOf(messages[3])).toBe("REPORT: a.txt holds one a.");
+  });
+
+  it("at the prompt: each turn's last reply is on disk as the turn ends, each message once", async () => {
+    replay(scenarioOf([reply.text("FIRST ANSWER"), reply.text("SECOND ANSWER")]));
+    await program([], "first\nsecond\n");
+    expect(onlyTranscript().messages.map(textOf)).toEqual(["first", "FIRST ANSWER", "second", "SECOND ANSWER"]);
+  });
+
+  it("a turn that ends with a cut-off tool call: the results that answer it are on disk too", async () => {
+    const cut = reply.tools([read("a.txt", "toolu_cut")]);
+    cut.stop_reason = "max_tokens";
+    replay(scenarioOf([cut]));
+    const messages: MessageParam[] = [{ role: "user", content: "go" }];
+    await stage.agentLoop(messages);
+    expect(messages).toHaveLength(3);
+    expect(onlyTranscript().messages).toEqual(JSON.parse(JSON.stringify(messages)));
+  });
+
+  it("transcripts go to .agent/transcripts/, whose .gitignore keeps them out of git; the project's own files stay untracked-visible", async () => {
+    execFileSync("git", ["init", "-q"]);
+    writeFileSync("notes.md", "the project's own file");
+    replay(scenarioOf([reply.text("done")]));
+    await stage.agentLoop([{ role: "user", content: "go" }]);
+    expect(readFileSync(path.join(TRANSCRIPTS, ".gitignore"), "utf8")).toBe("*\n");
+    expect(Object.keys(transcripts())).toHaveLength(1);
+    expect(existsSync(".transcripts")).toBe(false);
+    const untracked = execFileSync("git", ["status", "--porcelain", "--untracked-files=all"], { cwd: workspace.dir, encoding: "utf8" });
+    expect(untracked.trim().split("\n")).toEqual(["?? notes.md"]);
   });
 });
 
@@ -477,7 +565,7 @@ describe("s11 /compact at the prompt", () => {
       expect(last).toHaveLength(1);
       expect(blocks(last[0]).map((b) => b.text)).toEqual([expect.stringContaining("SUMMARY OF THE FIRST"), "second"]);
       expect(textOf(last[0])).not.toContain("The person's latest request"); // the first was answered
-      expect(readdirSync(path.join(workspace.dir, ".transcripts"))).toHaveLength(1);
+      expect(readdirSync(path.join(workspace.dir, TRANSCRIPTS)).filter((name) => name.endsWith(".jsonl"))).toHaveLength(1);
     } finally {
       vi.unstubAllEnvs();
     }
@@ -555,7 +643,7 @@ describe("s11 the demo", () => {
     // Nothing lost: every message any request carried is in the transcript, whole.
     const transcript = onlyTranscript().messages;
     const onDisk = new Set(transcript.map((message) => JSON.stringify(message)));
-    expect(transcript.filter((m) => !isSummaryMessage(m))).toEqual(JSON.parse(JSON.stringify(session.messages.slice(0, -1))));
+    expect(transcript.filter((m) => !isSummaryMessage(m))).toEqual(JSON.parse(JSON.stringify(session.messages)));
     const fullResults = new Map(transcript.flatMap(blocks).filter((b) => b.type === "tool_result").map((b) => [b.tool_use_id, b]));
     for (const request of session.requests) {
       for (const message of request.messages as MessageParam[]) {

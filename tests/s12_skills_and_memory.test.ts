@@ -175,6 +175,44 @@ describe("s12 skills: listed by name and description, loaded when asked", () => 
     expect(printed.join("\n")).toContain("[skills] skipped skills/big/SKILL.md: skills/big/SKILL.md is 11.0 MB, over the 10 MB limit");
   });
 
+  it("skips a frontmatter over 4,000 characters without parsing it: 100,000 keys answer in well under a second", async () => {
+    writeSkill("good", skillText("good", "A good skill."));
+    const keys = Array.from({ length: 100_000 }, (_, i) => `key${i}: v`).join("\n");
+    writeSkill("keys", `---\nname: keys\ndescription: Many keys.\n${keys}\n---\nsteps\n`);
+    const started = performance.now();
+    const system = await systemPrompt();
+    expect(performance.now() - started).toBeLessThan(1000); // 45 s and more without the cap
+    expect(system).toContain("- good: A good skill.");
+    expect(system).not.toContain("- keys:");
+    expect(printed.join("\n")).toMatch(/\[skills\] skipped skills\/keys\/SKILL\.md: its frontmatter is \d+ characters; at most 4000, for a name, a description and a few keys/);
+  });
+
+  // The probe had 2,000 (a 2 MB prompt, every request refused); 500 of 1,000 characters each are
+  // 40 times the budget already, and make a test that stays fast on a busy disk.
+  it("500 skills with long descriptions: the list stays within 12,000 characters, and a note says how many more there are and how to find them", async () => {
+    mkdirSync("skills");
+    const names = Array.from({ length: 500 }, (_, i) => `skill-${String(i).padStart(3, "0")}`);
+    for (const name of names) {
+      mkdirSync(`skills/${name}`);
+      writeFileSync(`skills/${name}/SKILL.md`, skillText(name, "A long description. ".repeat(50).trim()));
+    }
+    const system = await systemPrompt();
+    const list = system.slice(system.indexOf("Skills (load_skill gives the instructions):"), system.indexOf("\n\nMemory,"));
+    expect(list.length).toBeLessThan(12_000);
+    expect(system.length).toBeLessThan(14_000);
+    const listed = list.split("\n").filter((line) => line.startsWith("- skill-")).length;
+    expect(listed).toBeGreaterThan(0);
+    expect(list).toContain(`(${500 - listed} more skills are not listed here, to keep this prompt small. Each is a folder skills/<name>/ with a SKILL.md: list skills/ for their names, and load_skill loads one by its name.)`);
+    expect(printed).toContainEqual(expect.stringContaining(`[skills] ${500 - listed} of 500 skills are not listed in the system prompt (its list of skills takes at most 12000 characters)`));
+  });
+
+  it("a skill left out of the list still loads by its name", async () => {
+    for (let i = 0; i < 20; i++) writeSkill(`skill-${i + 10}`, skillText(`skill-${i + 10}`, "A long description. ".repeat(50).trim()));
+    const system = await systemPrompt();
+    expect(system).not.toContain("- skill-29:");
+    expect(text(await stage.runTool(call("load_skill", { name: "skill-29" })))).toContain("Follow the skill-29 steps.");
+  });
+
   it("skips a folder with no SKILL.md, and ignores loose files and hidden folders", async () => {
     mkdirSync("skills/empty", { recursive: true });
     mkdirSync("skills/.git", { recursive: true });
