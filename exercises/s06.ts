@@ -408,8 +408,8 @@ export default defineExercise({
     {
       id: "agent-files",
       title: say(
-        "A write to the agent's own files (.agent/, .mcp.json, .env) asks even in auto-edit mode, every time: \"a\" does not cover the next one; yolo still never asks",
-        "エージェント自身のファイル（.agent/、.mcp.json、.env）への書き込みは、auto-edit モードでも毎回尋ねる。「a」と答えても次はまた尋ねる。yolo では今までどおり尋ねない",
+        "A write to the agent's own files (.agent/, skills/, .mcp.json, .env) asks even in auto-edit mode, every time: \"a\" does not cover the next one; yolo still never asks",
+        "エージェント自身のファイル（.agent/、skills/、.mcp.json、.env）への書き込みは、auto-edit モードでも毎回尋ねる。「a」と答えても次はまた尋ねる。yolo では今までどおり尋ねない",
       ),
       hints: [
         say("The agent reads .agent/settings.json and .mcp.json when it starts: a write there chooses what it runs next time. Who should agree to that, even in auto-edit?", "エージェントは起動時に .agent/settings.json や .mcp.json を読みます。そこへの書き込みは、次の起動で何を動かすかを決めることになります。auto-edit でも、それに同意すべきなのは誰でしょう。"),
