@@ -9,7 +9,7 @@
  *   +--------------------------------------------------------------------+
  *   | up to 40,000 characters: kept in memory, sent to the model whole   |
  *   | past 40,000: every byte goes to .agent/tool-results/<call id>.txt, |
- *   |   and memory keeps only the first and the last lines               |
+ *   |   (past 32 MB, only its end), and memory keeps only the two ends   |
  *   +--------------------------------------------------------------------+
  *      |  the model gets: head ... [N characters cut, the whole is in <file>] ... tail
  *      v  and looks closer only where it needs to:
@@ -28,14 +28,14 @@
  *   npx tsx agents/s07_large_results.ts --approval-mode auto-edit
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, realpathSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, ftruncateSync, openSync, realpathSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { inFolder } from "../lib/machinery/atomic-write.ts";
 import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip, cutMarker } from "../lib/machinery/head-and-tail.ts";
 import { runCommand } from "../lib/machinery/processes.ts";
-import { readPage } from "../lib/machinery/safe-read.ts";
+import { PAGE_REACH, readPage } from "../lib/machinery/safe-read.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { unreadableNote } from "../lib/machinery/walk.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
@@ -75,6 +75,8 @@ const systemPrompt = () =>
 const RESULT_LIMIT = 40_000; // characters of one result the model gets whole
 const PREVIEW = { head: 2_000, tail: 3_000 }; // what it sees of a larger one, from each end
 const RESULTS_FOLDER = ".agent/tool-results";
+// A saved result keeps at most its first 32 MB and its end: `timeout 120 yes` would fill 37 GB (an object: a test can lower it).
+export const RESULT_FILE = { maxBytes: 32 * 1024 * 1024 };
 
 /** s06's tool, whose execute may also get the call's id: bash names its saved output after it. */
 interface LargeResultTool extends AgentTool {
@@ -85,8 +87,8 @@ interface LargeResultTool extends AgentTool {
  * One call's result on its way to the model, added as it arrives (bash) or all at once (any
  * other tool). Memory holds the result while it is at most RESULT_LIMIT characters; past
  * that, its bytes go to a file as they come, and memory keeps only the two ends the model
- * will see. A command that prints 100 MB fills neither memory nor the context, and loses
- * no byte.
+ * will see. A command that prints 100 MB fills neither memory nor the context; the file
+ * keeps its first RESULT_FILE.maxBytes and its end, and says what it left out between.
  */
 class ResultFile {
   /** Where the whole result is, relative to the workspace, once it was too large to send. */
@@ -99,6 +101,8 @@ class ResultFile {
   private start = ""; // once it does not: its first characters...
   private end: Buffer = Buffer.alloc(0); // ...and its last bytes
   private fd: number | undefined;
+  private inFile = 0; // bytes written to the file, up to RESULT_FILE.maxBytes
+  private past = { bytes: 0, lineBreaks: 0, end: Buffer.alloc(0) as Buffer }; // what came after those: counted, and its last bytes
   private problem: string | undefined; // why the file could not be written
   private finished: string | undefined;
 
@@ -138,12 +142,33 @@ class ResultFile {
   private write(bytes: Buffer): void {
     if (this.fd === undefined) return; // no file: the two ends are kept, the middle is lost
     try {
-      writeFileSync(this.fd, bytes);
+      const room = Math.max(0, RESULT_FILE.maxBytes - this.inFile);
+      writeFileSync(this.fd, bytes.subarray(0, room));
+      this.inFile += Math.min(room, bytes.length);
+      if (bytes.length > room) this.writeEnd(bytes.subarray(room));
     } catch (error) {
       this.problem = `writing ${this.saved} failed: ${(error as Error).message}`;
       closeSync(this.fd);
       [this.fd, this.saved] = [undefined, undefined];
     }
+  }
+
+  // Past RESULT_FILE.maxBytes the file's end is written again as each piece comes: a note of what
+  // was left out, then the last bytes. The file shows the gap, and can be read at any moment.
+  private writeEnd(bytes: Buffer): void {
+    this.past = { bytes: this.past.bytes + bytes.length, lineBreaks: this.past.lineBreaks + lineBreaksIn(bytes), end: lastBytes(this.past.end, bytes) };
+    const cut = this.leftOut();
+    const note = cut ? `\n[... ${cut.text} left out here: a saved result keeps its first ${RESULT_FILE.maxBytes / 1024 / 1024} MB and its end ...]\n` : "";
+    const end = Buffer.concat([Buffer.from(note), this.past.end]);
+    writeSync(this.fd!, end, 0, end.length, this.inFile);
+    ftruncateSync(this.fd!, this.inFile + end.length);
+  }
+
+  /** What the file left out, if anything: the bytes between its first part and its end. */
+  private leftOut(): { text: string; lineBreaks: number } | undefined {
+    const bytes = this.past.bytes - this.past.end.length;
+    const lineBreaks = this.past.lineBreaks - lineBreaksIn(this.past.end);
+    return bytes > 0 ? { text: `${bytes.toLocaleString("en-US")} bytes (${lineBreaks.toLocaleString("en-US")} lines)`, lineBreaks } : undefined;
   }
 
   /** The result so far, for a command stopped part-way (the name lib/machinery/processes.ts asks for). */
@@ -164,7 +189,9 @@ class ResultFile {
     if (!this.tooLarge) return undefined;
     const size = `${this.characters.toLocaleString("en-US")} characters`;
     const sent = `the model got ${this.finish().length.toLocaleString("en-US")}`;
-    return this.saved ? `[${size}, saved whole in ${this.saved}; ${sent}]` : `[${size}; ${this.problem}; ${sent}]`;
+    const cut = this.leftOut();
+    const saved = cut ? `saved in ${this.saved} but for ${cut.text} in the middle` : `saved whole in ${this.saved}`;
+    return this.saved ? `[${size}, ${saved}; ${sent}]` : `[${size}; ${this.problem}; ${sent}]`;
   }
 
   /** The first and last lines (whole lines where there are line breaks to cut at), and where the rest is. */
@@ -177,11 +204,20 @@ class ResultFile {
     const tail = cutAt !== -1 && cutAt < end.length - 1 ? end.slice(cutAt + 1) : end;
     const lines = this.lineBreaks + (this.endsWithBreak ? 0 : 1);
     const tailLines = tail.split("\n").length - (tail.endsWith("\n") ? 1 : 0);
+    const cut = this.leftOut(); // in the file: the lines it left out, and the note on a line of its own
+    const [whole, fileLines] = cut ? [`The result, but for ${cut.text} in the middle,`, lines - cut.lineBreaks + 2] : ["The whole result", lines];
     const where = this.saved
-      ? `The whole result is in ${this.saved}, ${lines} lines: read the lines you need with read_file (the last ones below start at line ${lines - tailLines + 1}) or search it with grep`
+      ? `${whole} is in ${this.saved}, ${fileLines} lines: read the lines you need with read_file (the last ones below start at line ${fileLines - tailLines + 1}) or search it with grep`
       : `It could not be kept (${this.problem}), so the middle is lost`;
     return `${head}${cutMarker(this.characters - head.length - tail.length, this.characters)}[${where}.]\n${tail}`;
   }
+}
+
+/** How many line breaks `bytes` holds. */
+function lineBreaksIn(bytes: Buffer): number {
+  let count = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 10) count += 1;
+  return count;
 }
 
 /** The last bytes of `before` and `bytes` together, enough for the preview's tail. */
@@ -199,7 +235,9 @@ function lastBytes(before: Buffer, bytes: Buffer): Buffer {
 function newResultFile(callId: string): [number, string] {
   const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
   let opened: [number, string] | undefined;
+  const made = !existsSync(safePath(RESULTS_FOLDER)); // the agent's notes, not the project's: git never lists them
   inFolder(inWorkspace(), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
+    if (made) writeFileSync(".gitignore", "*\n", { flag: "wx" });
     for (let n = 1; !opened; n++) {
       const name = n === 1 ? `${base}.txt` : `${base}-${n}.txt`;
       try {
@@ -224,7 +262,7 @@ function resultFor(callId: string, text: string): string {
 
 // #region bash
 // s06's bash, but its output goes into a ResultFile as it arrives: a command that prints
-// 100 MB fills neither memory nor the context, and the whole output is kept in a file.
+// 100 MB fills neither memory nor the context, and the output is kept in a file.
 const bashTool: LargeResultTool = {
   ...s06Bash,
   async execute(params, signal, callId = `bash-${randomBytes(4).toString("hex")}`) {
@@ -251,7 +289,7 @@ const readFileTool = defineTool({
   kind: "read",
   description:
     `Read a text file in the workspace as numbered lines: ${PAGE_LINES} at most, fewer if the page would pass ${RESULT_LIMIT} characters; ` +
-    `lines are cut at ${MAX_LINE} characters. A footer says which lines you got and the offset of the next page. Files of any size can be paged, saved results too.`,
+    `lines are cut at ${MAX_LINE} characters. A footer says which lines you got and the offset of the next page. Files of any size can be paged, up to ${PAGE_REACH / 1024 / 1024} MB in; saved results too.`,
   parameterSchema: {
     type: "object",
     properties: {
@@ -274,10 +312,11 @@ const readFileTool = defineTool({
       throw new Error(`offset ${offset} is past the end of ${given}, which has ${page.total} line${page.total === 1 ? "" : "s"}`);
     }
     const last = offset + page.shown.length - 1;
-    const range = `${last === offset ? `line ${offset}` : `lines ${offset}-${last}`} of ${page.total}`;
+    // A file read only part of the way ("exact" false: lib/machinery/safe-read.ts) has at least page.total lines.
+    const range = `${last === offset ? `line ${offset}` : `lines ${offset}-${last}`} of ${page.exact ? "" : "at least "}${page.total}`;
     // The footer says what the model has and, when there is more, the exact call for the next page.
     let footer = "";
-    if (last < page.total) {
+    if (last < page.total || !page.exact) {
       const why = page.full ? `: a page stops before ${RESULT_LIMIT} characters` : "";
       footer = `[${range}${why}. Next page: offset ${last + 1}${limit === undefined ? "" : `, limit ${limit}`}]`;
     } else if (offset > 1) footer = `[${range}: the end of the file]`;

@@ -365,7 +365,7 @@ function lastBytes(before: Buffer, bytes: Buffer): Buffer {
 function newResultFile(callId: string): [number, string] {
   const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
   let opened: [number, string] | undefined;
-  const made = !existsSync(safePath(RESULTS_FOLDER)); // a new folder of the agent's notes: s11's .gitignore
+  const made = !existsSync(safePath(RESULTS_FOLDER)); // the agent's notes, not the project's: git never lists them
   inFolder(inWorkspace(), safePath(RESULTS_FOLDER), RESULTS_FOLDER, true, () => {
     if (made) writeFileSync(".gitignore", "*\n", { flag: "wx" });
     for (let n = 1; !opened; n++) {

@@ -4,7 +4,8 @@
 // memory nor loses a byte; read_file pages with numbered lines and a footer whose next-page
 // hint is exact; grep pages its matches the same way; the person sees the context after
 // each reply; and the demo shows a 200 kB log costing the model a few thousand characters.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
@@ -24,6 +25,7 @@ type Stage = {
   registry: { registerTool(tool: object): void; getTool(name: string): Tool | undefined };
   runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
   agentLoop(messages: unknown[]): Promise<void>;
+  RESULT_FILE: { maxBytes: number };
 };
 
 // Loaded once in yolo mode: these tests are about results, not about who approves a call.
@@ -94,6 +96,10 @@ describe("s07 a result past 40,000 characters is kept whole in a file", () => {
     expect(text.endsWith(over.slice(-100))).toBe(true);
     expect(text).toMatch(/\[\d+ characters cut from the middle, 40001 in all\]/);
     expect(text).toContain(`The whole result is in .agent/tool-results/${id}.txt`);
+    // The agent's notes, not the project's: git never lists them.
+    expect(readFileSync(".agent/tool-results/.gitignore", "utf8")).toBe("*\n");
+    execFileSync("git", ["init", "-q"]);
+    expect(execFileSync("git", ["status", "--porcelain", "--untracked-files=all"], { encoding: "utf8" })).toBe("");
   });
 
   it("counts characters as the model's text does, not bytes: é and 😀 are 1 and 2", async () => {
@@ -217,7 +223,7 @@ describe("s07 bash output goes to the file as it arrives", () => {
     expect(readFileSync(file, "utf8")).toBe(expected);
   });
 
-  it("100 MB of output: memory stays small, and the file holds every byte", async () => {
+  it("100 MB of output: memory stays small, and the file keeps its first RESULT_FILE.maxBytes and its end, with a note of the gap", async () => {
     // The memory in use, looked at every 10 ms while the command runs: its peak is what counts.
     const rss = () => process.memoryUsage.rss();
     global.gc?.();
@@ -225,18 +231,60 @@ describe("s07 bash output goes to the file as it arrives", () => {
     let peak = before;
     const watch = setInterval(() => (peak = Math.max(peak, rss())), 10);
     const bash = stage.registry.getTool("bash")!;
-    const result = await bash.execute({ command: "yes | head -c 100000000; echo THE-END" }, new AbortController().signal, "toolu_huge").finally(() => clearInterval(watch));
-    const content = result.llmContent;
+    const content = (await withFileLimit(1024 * 1024, () => bash.execute({ command: "yes | head -c 100000000; echo THE-END" }, new AbortController().signal, "toolu_huge")).finally(() => clearInterval(watch))).llmContent;
     // Kept in memory, the output alone would be 100 MB as bytes, 200 MB as text. What is seen
     // instead (about 35 MB on a first run) is the pieces in flight before the collector frees them.
     expect((peak - before) / 1024 / 1024, "MB more at the peak").toBeLessThan(64);
-    expect(statSync(".agent/tool-results/toolu_huge.txt").size).toBe(100_000_000 + "THE-END\n".length);
+    // On disk: the first 1 MB as it came, a line that says what is left out, and the last bytes.
+    expect(statSync(".agent/tool-results/toolu_huge.txt").size, "bytes on disk").toBeLessThan(1024 * 1024 + 13_000);
+    const saved = readFileSync(".agent/tool-results/toolu_huge.txt", "latin1");
+    expect(saved.slice(0, 1024 * 1024)).toBe("y\n".repeat(512 * 1024));
+    const [note, left, lines] = /\n\[\.\.\. ([\d,]+) bytes \(([\d,]+) lines\) left out here: a saved result keeps its first 1 MB and its end \.\.\.\]\n/.exec(saved.slice(1024 * 1024))!;
+    const end = saved.slice(1024 * 1024 + note.length);
+    expect(end.endsWith("y\ny\nTHE-END\n")).toBe(true);
+    const number = (text: string) => Number(text.replaceAll(",", ""));
+    expect(1024 * 1024 + number(left) + end.length, "the bytes kept and left out").toBe(100_000_000 + "THE-END\n".length);
+    expect(512 * 1024 + number(lines) + end.split("\n").length - 1, "the lines kept and left out").toBe(50_000_001);
     expect(content.length).toBeLessThan(6000);
     expect(content).toMatch(/\[\d+ characters cut from the middle, 100000008 in all\]/);
-    expect(content).toContain("The whole result is in .agent/tool-results/toolu_huge.txt, 50000001 lines");
+    expect(content).toContain(`The result, but for ${left} bytes (${lines} lines) in the middle, is in .agent/tool-results/toolu_huge.txt, ${saved.split("\n").length - 1} lines`);
     expect(content.trimEnd().endsWith("y\nTHE-END")).toBe(true);
   });
+
+  it("past the limit the file is whole to read at any moment, and its line numbers are the ones the model is given", async () => {
+    const controller = new AbortController();
+    const bash = stage.registry.getTool("bash")!;
+    const file = ".agent/tool-results/toolu_capped.txt";
+    const message = String(await withFileLimit(64 * 1024, async () => {
+      const running = bash.execute({ command: "seq 1 100000; sleep 30" }, controller.signal, "toolu_capped").catch((error: Error) => error.message);
+      // While the command runs (it has printed 588,895 bytes): the first 64 kB, the note, the end.
+      expect(await eventually(() => existsSync(file) && readFileSync(file, "utf8").endsWith("\n99999\n100000\n"), 5000)).toBe(true);
+      controller.abort();
+      return running; // cancelled: it rejects, with the output so far
+    }));
+    const saved = readFileSync(file, "utf8");
+    expect(saved.startsWith("1\n2\n3\n")).toBe(true);
+    expect(saved).toMatch(/\n\[\.\.\. [\d,]+ bytes \([\d,]+ lines\) left out here: a saved result keeps its first 0\.0625 MB and its end \.\.\.\]\n/);
+    expect(saved.length).toBeLessThan(64 * 1024 + 13_000);
+    // The model's preview names the line of the file where its tail starts: read_file there gives it.
+    const [, count, first] = /, (\d+) lines: read the lines you need with read_file \(the last ones below start at line (\d+)\)/.exec(message)!;
+    expect(Number(count)).toBe(saved.split("\n").length - 1);
+    const tail = message.slice(message.indexOf(".]\n") + 3).trimEnd().split("\n");
+    const page = await read({ path: file, offset: Number(first), limit: tail.length });
+    expect(page.split("\n").slice(0, tail.length).map((line) => line.split("\t")[1])).toEqual(tail);
+  });
 });
+
+/** `work` done with RESULT_FILE.maxBytes lowered to `bytes`, so a test writes little; the limit is restored after. */
+async function withFileLimit<T>(bytes: number, work: () => Promise<T>): Promise<T> {
+  const limit = stage.RESULT_FILE.maxBytes;
+  stage.RESULT_FILE.maxBytes = bytes;
+  try {
+    return await work();
+  } finally {
+    stage.RESULT_FILE.maxBytes = limit;
+  }
+}
 
 describe("s07 read_file pages", () => {
   useWorkspace();
@@ -325,6 +373,23 @@ describe("s07 read_file pages", () => {
       expect(result.text).toBe(`Error: offset ${offset} is past the end of ${file}, which has ${lines}`);
     }
     expect(await read({ path: "empty.txt" })).toBe("(empty.txt is empty)");
+  });
+
+  it("pages a 64 GB file at once: the footer says \"at least\" and names the next page; a page past 128 MB in is refused", async (context) => {
+    // Sparse: 2,000 lines of text and then 64 GB of zeros that take no room on disk.
+    writeFileSync("huge.log", "text\n".repeat(2000));
+    try {
+      truncateSync("huge.log", 64 * 1024 ** 3);
+    } catch (error) {
+      context.skip(`this file system refuses a 64 GB sparse file (${(error as Error).message})`);
+    }
+    const started = Date.now();
+    expect(await read({ path: "huge.log", limit: 5 })).toBe(`${numbered(1, Array(5).fill("text"))}\n\n[lines 1-5 of at least 2001. Next page: offset 6, limit 5]`);
+    const cut = await read({ path: "huge.log", offset: 2000, limit: 10 });
+    expect(cut.endsWith(` [line cut at 2000 characters]\n\n[lines 2000-2001 of at least 2001. Next page: offset 2002, limit 10]`)).toBe(true);
+    const past = await run("read_file", { path: "huge.log", offset: 2002 });
+    expect([past.error, past.text]).toEqual([true, "Error: line 2002 of huge.log is not within its first 128 MB, and read_file reads no further into a file; use bash instead (tail, or sed -n '2002,2101p')"]);
+    expect(Date.now() - started, "ms for the three reads").toBeLessThan(3000);
   });
 
   it("takes null for offset and limit as not given, and refuses 0, negative and non-whole values, naming them", async () => {

@@ -9,7 +9,8 @@
 //   read, and never more than the size seen when the file was opened.
 // - a symlink swapped in after the sandbox checked the path is followed. Here O_NOFOLLOW
 //   refuses it.
-// - a 2 GB log is read whole to show 50 lines. Here readPage keeps only the page's lines.
+// - a 2 GB log is read whole to show 50 lines. Here readPage keeps only the page's lines, and
+//   reads at most LOOK_AHEAD past the page and PAGE_REACH in all: a 64 GB file answers at once.
 // - a binary file becomes megabytes of replacement characters in the context. Here a NUL
 //   byte in the first 8 KB refuses it.
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from "node:fs";
@@ -20,8 +21,11 @@ const MAX_LINE = 2000; // characters shown of one line of a page
 /** A file that is there and regular, but is not text to show: binary, or over the size limit. */
 export class NotText extends Error {}
 
-/** A page of a file: its lines as shown, the file's number of lines, and whether the page filled up before `limit` lines. */
-export type Page = { shown: string[]; total: number; full: boolean };
+/**
+ * A page of a file: its lines as shown, the file's number of lines, and whether the page filled
+ * up before `limit` lines. `exact`: the file was read to its end; if not, it has at least `total` lines.
+ */
+export type Page = { shown: string[]; total: number; full: boolean; exact: boolean };
 
 // #region open-file
 /**
@@ -79,12 +83,22 @@ export function readText(file: string, given: string, whatInstead = "look at par
 }
 // #endregion read-text
 
+// How far readPage reads. It is synchronous (readSync), so while it reads nothing else runs:
+// not the timers, not Ctrl-C. Taking an AbortSignal would mean making it async and having
+// every caller await it; a bound is cheaper and holds for every caller. 128 MB is read in a
+// fraction of a second (a second or two if every line is one character), whatever the file's size.
+export const PAGE_REACH = 128 * 1024 * 1024; // bytes of a file readPage reads at most, from its start
+export const LOOK_AHEAD = MAX_FILE_BYTES; // bytes read past a page to count the lines after it
+
 /**
  * The lines of a page, numbered as `cat -n` numbers them, and the file's number of lines. The
  * file is read 64 kB at a time and only the page's lines are kept, at most the bytes that can
- * hold MAX_LINE characters of each, so a file of any size can be paged (a command's 100 MB
- * output too); it is read to its end all the same, to count its lines. A page also stops
- * before `maxCharacters` (with room for a footer): a read is never too large to send whole.
+ * hold MAX_LINE characters of each, so a file of any size can be paged (a command's saved
+ * output too). A page also stops before `maxCharacters` (with room for a footer): a read is
+ * never too large to send whole. Reading stops LOOK_AHEAD bytes past the page: a file that
+ * goes on after that has at least `total` lines (`exact` is false). A page that does not
+ * begin within PAGE_REACH bytes is refused, naming the limit; one that runs past it ends
+ * there (a line it cuts is shown only when it is cut at MAX_LINE anyway).
  */
 export function readPage(file: string, given: string, offset: number, limit: number, maxCharacters: number): Page {
   const fd = openFile(file, given);
@@ -93,7 +107,7 @@ export function readPage(file: string, given: string, offset: number, limit: num
     if (piece.subarray(0, readSync(fd, piece, 0, 8192, 0)).includes(0)) {
       throw new NotText(`${given} looks binary (it contains NUL bytes), so it is not shown as text`);
     }
-    const page: Page = { shown: [], total: 0, full: false };
+    const page: Page = { shown: [], total: 0, full: false, exact: false };
     const inPage = (line: number) => !page.full && line >= offset && line < offset + limit;
     const most = 4 * MAX_LINE; // bytes enough for MAX_LINE characters: one is at most 4 bytes
     let line = 1; // the number of the line being read
@@ -113,23 +127,34 @@ export function readPage(file: string, given: string, offset: number, limit: num
       }
       [kept, length] = [[], 0];
     };
-    let [read, last] = [0, 10];
-    while ((read = readSync(fd, piece, 0, piece.length, null)) > 0) {
+    let [read, last, position, pageRead] = [0, 10, 0, false];
+    let stop = PAGE_REACH; // where reading ends: LOOK_AHEAD past the page, once the page is read
+    while (position < stop) {
+      read = readSync(fd, piece, 0, Math.min(piece.length, stop - position), null);
+      if (read === 0) break;
+      const bytes = piece.subarray(0, read);
       let start = 0;
-      for (let i = 0; i < read; i++) {
-        if (piece[i] !== 10) continue;
+      for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) {
         if (inPage(line)) {
-          keep(piece.subarray(start, i));
+          keep(bytes.subarray(start, i));
           endLine();
         }
         line += 1;
         start = i + 1;
+        if (!pageRead && line > offset && !inPage(line)) [pageRead, stop] = [true, Math.min(stop, position + start + LOOK_AHEAD)];
       }
-      if (inPage(line)) keep(piece.subarray(start, read));
-      last = piece[read - 1];
+      if (inPage(line)) keep(bytes.subarray(start));
+      position += read;
+      last = bytes[read - 1];
     }
-    if (last !== 10 && inPage(line)) endLine(); // a last line without a line break is a line too
+    page.exact = read === 0; // the end of the file was reached
+    // A last line without a line break is a line too; one cut by PAGE_REACH only if it is cut anyway.
+    if (last !== 10 && inPage(line) && (page.exact || length > most)) endLine();
     page.total = last === 10 ? line - 1 : line;
+    if (!page.exact && page.shown.length === 0) {
+      const reach = `${PAGE_REACH / 1024 / 1024} MB`;
+      throw new Error(`line ${offset} of ${given} is not within its first ${reach}, and read_file reads no further into a file; use bash instead (tail, or sed -n '${offset},${offset + 99}p')`);
+    }
     return page;
   } finally {
     closeSync(fd);

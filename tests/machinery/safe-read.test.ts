@@ -8,8 +8,8 @@ import {
   closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync,
 } from "node:fs";
 import net from "node:net";
-import { describe, expect, it } from "vitest";
-import { kindOf, MAX_FILE_BYTES, openFile, readPage, readText } from "../../lib/machinery/safe-read.ts";
+import { describe, expect, it, type TestContext } from "vitest";
+import { kindOf, LOOK_AHEAD, MAX_FILE_BYTES, openFile, PAGE_REACH, readPage, readText } from "../../lib/machinery/safe-read.ts";
 import { FIFO_RELEASE_MS, msOnFifo, useWorkspace } from "../helpers.ts";
 
 /** What `file` is refused with by openFile, readText and readPage alike. */
@@ -45,6 +45,15 @@ function sparseFile(file: string, size: number, head = "", tail = ""): void {
     writeSync(fd, tail, size - Buffer.byteLength(tail));
   } finally {
     closeSync(fd);
+  }
+}
+
+/** A 64 GB sparse file of 2,000 lines of "text" and then zeros; a file system that refuses one skips the test, saying so. */
+function hugeFile(context: TestContext, file: string): void {
+  try {
+    sparseFile(file, 64 * 1024 ** 3, "text\n".repeat(2000));
+  } catch (error) {
+    context.skip(`this file system refuses a 64 GB sparse file (${(error as Error).message})`);
   }
 }
 
@@ -164,23 +173,23 @@ describe("readPage", () => {
 
   it("numbers lines as cat -n does, six wide and then wider", () => {
     writeFileSync("three.txt", "one\ntwo\nthree\n");
-    expect(page("three.txt")).toEqual({ shown: numbered(1, ["one", "two", "three"]), total: 3, full: false });
+    expect(page("three.txt")).toEqual({ shown: numbered(1, ["one", "two", "three"]), total: 3, full: false, exact: true });
     writeFileSync("long.txt", "x\n".repeat(1_000_001));
-    expect(page("long.txt", 999_999, 3)).toEqual({ shown: ["999999\tx", "1000000\tx", "1000001\tx"], total: 1_000_001, full: false });
+    expect(page("long.txt", 999_999, 3)).toEqual({ shown: ["999999\tx", "1000000\tx", "1000001\tx"], total: 1_000_001, full: false, exact: true });
   });
 
   it("shows `limit` lines from line `offset`, and counts every line of the file", () => {
     writeFileSync("ten.txt", Array.from({ length: 10 }, (_, i) => `line ${i + 1}\n`).join(""));
-    expect(page("ten.txt", 3, 2)).toEqual({ shown: numbered(3, ["line 3", "line 4"]), total: 10, full: false });
-    expect(page("ten.txt", 9, 5)).toEqual({ shown: numbered(9, ["line 9", "line 10"]), total: 10, full: false });
-    expect(page("ten.txt", 11, 5)).toEqual({ shown: [], total: 10, full: false });
+    expect(page("ten.txt", 3, 2)).toEqual({ shown: numbered(3, ["line 3", "line 4"]), total: 10, full: false, exact: true });
+    expect(page("ten.txt", 9, 5)).toEqual({ shown: numbered(9, ["line 9", "line 10"]), total: 10, full: false, exact: true });
+    expect(page("ten.txt", 11, 5)).toEqual({ shown: [], total: 10, full: false, exact: true });
   });
 
   it("cuts a line at 2,000 characters with a marker, even a 20 MB line, counting characters, not bytes", () => {
     writeFileSync("edge.txt", `${"a".repeat(2000)}\n${"b".repeat(2001)}\n`);
     expect(page("edge.txt").shown).toEqual(numbered(1, ["a".repeat(2000), `${"b".repeat(2000)} [line cut at 2000 characters]`]));
     writeFileSync("one-line.txt", `start${"y".repeat(20 * 1024 * 1024)}end\nsecond\n`);
-    expect(page("one-line.txt")).toEqual({ shown: numbered(1, [`start${"y".repeat(1995)} [line cut at 2000 characters]`, "second"]), total: 2, full: false });
+    expect(page("one-line.txt")).toEqual({ shown: numbered(1, [`start${"y".repeat(1995)} [line cut at 2000 characters]`, "second"]), total: 2, full: false, exact: true });
     writeFileSync("wide.txt", `${"é".repeat(2000)}\n${"é".repeat(2001)}\n`); // 4,000 bytes, but 2,000 characters: not cut
     expect(page("wide.txt").shown).toEqual(numbered(1, ["é".repeat(2000), `${"é".repeat(2000)} [line cut at 2000 characters]`]));
   });
@@ -188,7 +197,7 @@ describe("readPage", () => {
   it("keeps a character whole where a line crosses the 64 kB pieces the file is read in", () => {
     // Line 2 starts at byte 65,535: the two bytes of its é fall in the first piece and the second.
     writeFileSync("split.txt", `${"a".repeat(65_534)}\néclair\n`);
-    expect(page("split.txt", 2)).toEqual({ shown: numbered(2, ["éclair"]), total: 2, full: false });
+    expect(page("split.txt", 2)).toEqual({ shown: numbered(2, ["éclair"]), total: 2, full: false, exact: true });
   });
 
   it("stops a page before maxCharacters, leaving room for a footer, and says it is full", () => {
@@ -207,22 +216,22 @@ describe("readPage", () => {
 
   it("shows CRLF lines without their \\r, numbered the same", () => {
     writeFileSync("crlf.txt", "one\r\ntwo\r\n\r\nfour");
-    expect(page("crlf.txt")).toEqual({ shown: numbered(1, ["one", "two", "", "four"]), total: 4, full: false });
+    expect(page("crlf.txt")).toEqual({ shown: numbered(1, ["one", "two", "", "four"]), total: 4, full: false, exact: true });
   });
 
   it("counts a last line without a line break, adds none after a final one, and keeps empty lines", () => {
     writeFileSync("open.txt", "a\nb");
     writeFileSync("closed.txt", "a\nb\n");
     writeFileSync("blank.txt", "\n\n");
-    expect(page("open.txt")).toEqual({ shown: numbered(1, ["a", "b"]), total: 2, full: false });
-    expect(page("closed.txt")).toEqual({ shown: numbered(1, ["a", "b"]), total: 2, full: false });
-    expect(page("blank.txt")).toEqual({ shown: numbered(1, ["", ""]), total: 2, full: false });
-    expect(page("open.txt", 2)).toEqual({ shown: numbered(2, ["b"]), total: 2, full: false });
+    expect(page("open.txt")).toEqual({ shown: numbered(1, ["a", "b"]), total: 2, full: false, exact: true });
+    expect(page("closed.txt")).toEqual({ shown: numbered(1, ["a", "b"]), total: 2, full: false, exact: true });
+    expect(page("blank.txt")).toEqual({ shown: numbered(1, ["", ""]), total: 2, full: false, exact: true });
+    expect(page("open.txt", 2)).toEqual({ shown: numbered(2, ["b"]), total: 2, full: false, exact: true });
   });
 
   it("gives an empty file no lines", () => {
     writeFileSync("empty.txt", "");
-    expect(page("empty.txt")).toEqual({ shown: [], total: 0, full: false });
+    expect(page("empty.txt")).toEqual({ shown: [], total: 0, full: false, exact: true });
   });
 
   it("pages a file of any size without loading it: 64 MB, past the limit of a whole read, with lines at both ends", () => {
@@ -237,8 +246,56 @@ describe("readPage", () => {
       const end = page("huge.log", 2003, 2);
       // Only 64 kB pieces and the page's lines are held, never the file.
       expect((process.memoryUsage().arrayBuffers - before) / 1024 / 1024, "MB held").toBeLessThan(16);
-      expect(first).toEqual({ shown: numbered(1, ["first", "second"]), total: 2004, full: false });
-      expect(end).toEqual({ shown: numbered(2003, [`${"\0".repeat(2000)} [line cut at 2000 characters]`, "last"]), total: 2004, full: false });
+      // The first page is 64 MB from the end: reading stops LOOK_AHEAD past it, so "at least" 2,003 lines.
+      expect(first).toEqual({ shown: numbered(1, ["first", "second"]), total: 2003, full: false, exact: false });
+      expect(end).toEqual({ shown: numbered(2003, [`${"\0".repeat(2000)} [line cut at 2000 characters]`, "last"]), total: 2004, full: false, exact: true });
+    } finally {
+      rmSync("huge.log", { force: true });
+    }
+  });
+
+  // #region bounded
+  it("reads a page of a 64 GB file at once: reading stops LOOK_AHEAD past the page, and the file has at least the lines seen", (context) => {
+    hugeFile(context, "huge.log");
+    try {
+      const started = Date.now();
+      const result = page("huge.log", 1, 5);
+      // Read to its end to count its lines, the file would take minutes, and nothing could stop it.
+      expect(Date.now() - started, "ms").toBeLessThan(2000);
+      expect(result).toEqual({ shown: numbered(1, Array(5).fill("text")), total: 2001, full: false, exact: false });
+      expect(LOOK_AHEAD).toBe(10 * 1024 * 1024);
+    } finally {
+      rmSync("huge.log", { force: true });
+    }
+  });
+
+  it("refuses at once a page that does not begin in the first PAGE_REACH bytes, naming the limit and what to do instead", (context) => {
+    hugeFile(context, "huge.log");
+    try {
+      const started = Date.now();
+      expect(() => page("huge.log", 1_000_000_000, 5)).toThrow(
+        "line 1000000000 of huge.log is not within its first 128 MB, and read_file reads no further into a file; use bash instead (tail, or sed -n '1000000000,1000000099p')",
+      );
+      // 128 MB read: tens of milliseconds alone, under a second with other tests at work.
+      expect(Date.now() - started, "ms").toBeLessThan(3000);
+      expect(PAGE_REACH).toBe(128 * 1024 * 1024);
+    } finally {
+      rmSync("huge.log", { force: true });
+    }
+  });
+  // #endregion bounded
+
+  it("ends a page at PAGE_REACH: a line running past it is shown cut, and the file has at least that many lines", (context) => {
+    hugeFile(context, "huge.log");
+    try {
+      const started = Date.now();
+      expect(page("huge.log", 1999, 10)).toEqual({
+        shown: numbered(1999, ["text", "text", `${"\0".repeat(2000)} [line cut at 2000 characters]`]),
+        total: 2001,
+        full: false,
+        exact: false,
+      });
+      expect(Date.now() - started, "ms").toBeLessThan(3000);
     } finally {
       rmSync("huge.log", { force: true });
     }
