@@ -5,7 +5,9 @@
 // (lib/runtime/model.ts): every attempt the SDK makes, retries included, goes through it untouched,
 // and each successful reply of the model is noted. A 529 or a dropped connection is simply
 // not noted, so the SDK's retry and the recording both go on. Only reply bodies are kept,
-// never headers; the key is also scrubbed from the text in case a reply repeats it.
+// never headers; the key is also scrubbed from the text in case a reply repeats it. A reply
+// streamed as events (s13) is noted as it passes, never held back, and saved as the whole
+// message it makes; one cut short (Ctrl-C) was never whole, so its turn is not saved.
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Message } from "@anthropic-ai/sdk/resources/messages";
@@ -28,14 +30,21 @@ export interface Recording {
 export function startRecording(apiKey: string): Recording {
   const prompts: { text: string; firstReply: number; ended: boolean }[] = [];
   const answers: { text: string; afterReply: number }[] = [];
-  const replies: Message[] = [];
+  const replies: (Message | undefined)[] = [];
   const realFetch = globalThis.fetch;
 
   globalThis.fetch = async (input, init) => {
     const response = await realFetch(input, init);
     const url = input instanceof Request ? input.url : String(input);
     if (response.ok && new URL(url).pathname.endsWith("/v1/messages")) {
-      replies.push((await response.clone().json()) as Message);
+      if (!response.headers.get("content-type")?.includes("text/event-stream") || !response.body) {
+        replies.push((await response.clone().json()) as Message);
+        return response;
+      }
+      const slot = replies.push(undefined) - 1; // whole once its message_stop has passed
+      const events = eventsOf((message) => (replies[slot] = message));
+      const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, out) => (events(chunk), out.enqueue(chunk)) }));
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     }
     return response;
   };
@@ -79,14 +88,64 @@ export function startRecording(apiKey: string): Recording {
  */
 function completeTurns(
   prompts: { text: string; firstReply: number; ended: boolean }[],
-  replies: Message[],
+  recorded: (Message | undefined)[],
 ): Pick<Scenario, "prompts" | "replies" | "sideTurns"> {
+  // A streamed reply cut short is no reply to replay: the turns from its own on are not saved.
+  const cut = recorded.indexOf(undefined);
+  const replies = (cut < 0 ? recorded : recorded.slice(0, cut)) as Message[];
   let kept = 0;
-  while (kept < prompts.length && prompts[kept].ended) kept += 1;
+  while (kept < prompts.length && prompts[kept].ended && (prompts[kept + 1]?.firstReply ?? recorded.length) <= replies.length) kept += 1;
   const lastReply = prompts[kept]?.firstReply ?? replies.length;
   const saved = replies.slice(0, lastReply);
   const sideTurns = saved.filter((r) => r.stop_reason !== "tool_use").length - kept;
   return { prompts: prompts.slice(0, kept).map((p) => p.text), replies: saved, ...(sideTurns > 0 ? { sideTurns } : {}) };
+}
+
+/**
+ * Reads a streamed reply's bytes as they pass (server-sent events) and calls `whole` with the
+ * message they make at message_stop: each block as its start gave it, its deltas added, a
+ * call's input parsed from its JSON pieces, the last fields and usage of message_delta.
+ */
+function eventsOf(whole: (message: Message) => void): (chunk: Uint8Array) => void {
+  const decoder = new TextDecoder();
+  let text = "";
+  let message: Message | undefined;
+  const json: string[] = [];
+  return (chunk) => {
+    text += decoder.decode(chunk, { stream: true });
+    const events = text.split(/\r?\n\r?\n/);
+    text = events.pop() ?? "";
+    // The recorder must never break the session it watches: a reply it cannot read is not saved.
+    for (const raw of events) {
+      try {
+        note(raw);
+      } catch {
+        message = undefined;
+      }
+    }
+  };
+  function note(raw: string): void {
+    const data = raw.split(/\r?\n/).find((line) => line.startsWith("data:"))?.slice(5).trim();
+    const event = data ? (JSON.parse(data) as { type: string; index: number; message: Message; content_block: never; delta: Record<string, never>; usage: object }) : undefined;
+    if (event?.type === "message_start") message = { ...event.message, content: [] };
+    if (!event || !message) return;
+    const block = message.content[event.index] as unknown as Record<string, unknown>;
+    if (event.type === "content_block_start") message.content[event.index] = { ...(event.content_block as object) } as never;
+    if (event.type === "content_block_delta") {
+      const { type, text: piece, partial_json, thinking, signature, citation } = event.delta;
+      if (type === "text_delta") block.text += piece;
+      if (type === "input_json_delta") json[event.index] = (json[event.index] ?? "") + partial_json;
+      if (type === "thinking_delta") block.thinking += thinking;
+      if (type === "signature_delta") block.signature = signature;
+      if (type === "citations_delta") block.citations = [...((block.citations as unknown[]) ?? []), citation];
+    }
+    if (event.type === "content_block_stop" && json[event.index]) block.input = JSON.parse(json[event.index]);
+    if (event.type === "message_delta") {
+      for (const [name, value] of Object.entries(event.delta)) if (value != null) Object.assign(message, { [name]: value });
+      for (const [name, value] of Object.entries(event.usage)) if (value != null) Object.assign(message.usage, { [name]: value });
+    }
+    if (event.type === "message_stop") whole(message);
+  }
 }
 
 function scrub(text: string, secret: string): string {
