@@ -76,7 +76,7 @@ function lines(size: number, from = 1): string {
   for (let i = from; text.length < size; i++) text += `line ${i}\n`;
   return text.slice(0, size);
 }
-const savedFiles = () => (existsSync(".agent/tool-results") ? readdirSync(".agent/tool-results").sort() : []);
+const savedFiles = () => (existsSync(".agent/tool-results") ? readdirSync(".agent/tool-results").filter((name) => name !== ".gitignore").sort() : []);
 
 describe("s07 a result past 40,000 characters is kept whole in a file", () => {
   useWorkspace();
