@@ -20,7 +20,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // What a learner's shell holds must not change a test: no key, no provider, no model.
-    env: { ANTHROPIC_API_KEY: "", ANTHROPIC_BASE_URL: "", ANTHROPIC_AUTH_TOKEN: "", MODEL_ID: "" },
+    env: { ANTHROPIC_API_KEY: "", ANTHROPIC_BASE_URL: "", ANTHROPIC_AUTH_TOKEN: "", MODEL_ID: "", PROVIDER: "", OPENAI_API_KEY: "", OPENAI_BASE_URL: "" },
     silent: "passed-only",
   },
 });

@@ -5,9 +5,12 @@
 //   2. start: each stage run as a learner runs it, with no key (the offline replay): time to
 //      its first line and to its end, against `tsx -e ''` and `node -e ''`;
 //   3. edit versus write: the bytes of a call that changes one line of a 1,000-line file;
-//   4. context per demo: the bytes of each request each stage's demo sends to the model;
+//   4. context per demo: the bytes of each request each stage's demo sends to the model, and
+//      the share of its input a prompt cache would serve (lib/course/cache.ts, s14's breakpoints);
 //   5. the test suite's wall time (`npm test`, once), and each test file's time, by which
-//      `npm test` starts the slowest files first (tests/sequencer.ts).
+//      `npm test` starts the slowest files first (tests/sequencer.ts);
+//   6. streaming (s13): how long a text delta takes from a provider on 127.0.0.1 to the stdout
+//      of each stage that streams, run as a learner runs it with one prompt.
 //
 // It prints a progress line while it works, then the tables, and writes the figures, with
 // the date, the machine and the command, to bench/results.json (the docs' benchmarks page
@@ -23,10 +26,13 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { AGENTS_DIR, existingStages, REPO_ROOT } from "../lib/course/stages.ts";
 import { toolImplementations } from "../lib/course/tools.ts";
-import { demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
-import { fileDurations, formatResults, targetsOf, type BenchResults, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
+import type { MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
+import type { Price } from "../lib/course/cache.ts";
+import { demoCache, demoContext, editVersusWrite, parametersOf, toolOf, type StageModule } from "./bench/context.ts";
+import { fileDurations, formatResults, targetsOf, type BenchResults, type CacheRow, type ContextRow, type EditRow, type SearchRow, type StartRow } from "./bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, ripgrepVersion, runRipgrep, SEARCH_CASES } from "./bench/search.ts";
 import { timeStart } from "./bench/start.ts";
+import { streams, timeStreaming } from "./bench/streaming.ts";
 import { generateTree } from "./bench/tree.ts";
 
 const args = process.argv.slice(2);
@@ -168,15 +174,43 @@ partDone("start");
 // 3 and 4. Edit versus write, context per demo -------------------------------------------
 const edits: EditRow[] = [];
 const context: ContextRow[] = [];
+const cacheRows: CacheRow[] = [];
+// s14's breakpoints, for the demos of stages that place none, and its prices for the stages' default model.
+const s14 = modules.get("s14") as { withBreakpoints?(request: MessageCreateParams): MessageCreateParams; priceOf?(model: string): Price | undefined; PRICES_DATE?: string } | undefined;
+const CACHE_MODEL = "claude-sonnet-5-5";
 for (const [id] of stages) {
   progress(`context: ${id}`);
   const stage = modules.get(id)!;
   const edit = await editVersusWrite(stage);
   if (edit) edits.push({ stage: id, ...edit });
-  context.push({ stage: id, ...(await demoContext(id, stage)) });
+  const { sent, ...measured } = await demoContext(id, stage);
+  context.push({ stage: id, ...measured });
+  if (s14?.withBreakpoints && sent.length > 1) cacheRows.push({ stage: id, ...demoCache(sent, s14.withBreakpoints, s14.priceOf?.(CACHE_MODEL)) });
 }
+const cache: BenchResults["cache"] = s14?.withBreakpoints ? { model: CACHE_MODEL, price: s14.priceOf?.(CACHE_MODEL) ?? null, pricesDate: s14.PRICES_DATE ?? "", rows: cacheRows } : undefined;
 
 partDone("context");
+
+// 6. Streaming -----------------------------------------------------------------------------
+// Each stage's best of three runs (other work on the machine only adds time); the first run
+// also compiles the stage into the runs' shared TMPDIR, as the start figures do.
+const streaming: NonNullable<BenchResults["streaming"]> = [];
+for (const [id, name] of stages) {
+  const file = path.join(AGENTS_DIR, name);
+  if (!streams(readFileSync(file, "utf8"))) continue;
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "workbook-bench-tmp-"));
+  try {
+    const runs = [];
+    for (let run = 1; run <= 3; run++) {
+      progress(`streaming: ${id} (${run}/3)`);
+      runs.push(await timeStreaming(id, file, { tmp }));
+    }
+    streaming.push(runs.reduce((best, run) => (run.deltas >= best.deltas && run.worstMs < best.worstMs ? run : best)));
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+partDone("streaming");
 
 // 5. The test suite ----------------------------------------------------------------------
 let tests: BenchResults["tests"] = null;
@@ -202,6 +236,8 @@ const measured: Omit<BenchResults, "targets"> = {
   start: { nodeMs: nodeBase.endMs, tsxMs: tsxBase.endMs, stages: startRows },
   editVersusWrite: edits,
   context,
+  cache,
+  streaming,
   tests,
   benchMs: performance.now() - started,
   partsMs,

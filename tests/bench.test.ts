@@ -11,9 +11,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { TestSpecification, Vitest } from "vitest/node";
 import config from "../vitest.config.ts";
 import { thousandLines } from "../scripts/bench/context.ts";
-import { fileDurations, formatResults, table, targetsOf, type BenchResults, type SearchRow } from "../scripts/bench/report.ts";
+import { fileDurations, formatResults, table, targetsOf, type BenchResults, type CacheRow, type SearchRow } from "../scripts/bench/report.ts";
 import { differences, inputFor, normalizeRipgrep, normalizeTool, SEARCH_CASES } from "../scripts/bench/search.ts";
 import { timeStart } from "../scripts/bench/start.ts";
+import { streams, timeStreaming } from "../scripts/bench/streaming.ts";
 import { generateTree } from "../scripts/bench/tree.ts";
 import { REPO_ROOT } from "./helpers.ts";
 import { committedDurations, SlowestFirst, slowestFirst } from "./sequencer.ts";
@@ -132,19 +133,26 @@ describe("the bench's figures", () => {
     start: { nodeMs: 50, tsxMs: 400, stages: [{ stage: "s01", firstLineMs: 500, endMs: 900, ratio: 1.25, code: 0 }] },
     editVersusWrite: [{ stage: "s03", editBytes: 177, writeBytes: 60_000, checked: true }],
     context: [{ stage: "s01", requests: [700, 1200], total: 1900, matched: true }],
+    cache: { model: "claude-sonnet-5-5", price: { input: 2, output: 10, cache_write: 2.5, cache_read: 0.1 }, pricesDate: "2026-10-24", rows: [cacheRow(0.95)] },
+    streaming: [{ stage: "s13", deltas: 30, medianMs: 0.6, worstMs: 7.4, code: 0 }],
     tests: { ms: 25_000, code: 0, summary: "300 passed (300)" },
     benchMs: 120_000,
   });
+  function cacheRow(ofIdeal: number): CacheRow {
+    return { stage: "full", breakpoints: "s14", requests: 3, inputTokens: 3000, cacheRead: 1900 * ofIdeal, cacheWrite: 900, ideal: 1900, share: (1900 * ofIdeal) / 3000, idealShare: 1900 / 3000, ofIdeal, costWith: 0.003, costWithout: 0.006 };
+  }
   const verdicts = (results: Omit<BenchResults, "targets">) => Object.fromEntries(targetsOf(results).map((target) => [target.id, target.met]));
 
   it("holds each figure to the issue's target", () => {
-    expect(verdicts(base())).toEqual({ grep: true, glob: true, same: true, firstLine: true, tests: true, bench: true });
+    expect(verdicts(base())).toEqual({ grep: true, glob: true, same: true, firstLine: true, tests: true, bench: true, cache: true, streaming: true });
     const worse = base();
     worse.search = [row("grep", 2.1), row("glob", 3.2, false)];
     worse.start!.stages[0].ratio = 2.4;
     worse.tests = { ms: 31_000, code: 0, summary: "" };
     worse.benchMs = 200_000;
-    expect(verdicts(worse)).toEqual({ grep: false, glob: false, same: false, firstLine: false, tests: false, bench: false });
+    worse.cache!.rows = [cacheRow(0.89)];
+    worse.streaming = [{ stage: "s13", deltas: 30, medianMs: 0.6, worstMs: 20.5, code: 0 }];
+    expect(verdicts(worse)).toEqual({ grep: false, glob: false, same: false, firstLine: false, tests: false, bench: false, cache: false, streaming: false });
     const failing = base();
     failing.tests = { ms: 10_000, code: 1, summary: "1 failed" };
     expect(verdicts(failing).tests).toBe(false);
@@ -155,15 +163,17 @@ describe("the bench's figures", () => {
     without.ripgrep = null;
     without.search = [row("grep", null, null), row("glob", null, null)];
     without.tests = null;
+    without.cache = undefined; // a run without s14
+    without.streaming = undefined; // nor s13
     const targets = targetsOf(without);
-    expect(Object.fromEntries(targets.map((target) => [target.id, target.met]))).toMatchObject({ grep: null, glob: null, same: null, tests: null });
+    expect(Object.fromEntries(targets.map((target) => [target.id, target.met]))).toMatchObject({ grep: null, glob: null, same: null, tests: null, cache: null, streaming: null });
     expect(targets.find((target) => target.id === "grep")!.measured).toBe("not measured");
   });
 
   it("prints aligned tables, numbers to the right", () => {
     expect(table(["stage", "ms"], [["s01", "5"], ["s10", "120"]])).toBe("stage   ms\n-----  ---\ns01      5\ns10    120");
     const printed = formatResults({ ...base(), targets: targetsOf(base()) });
-    for (const heading of ["Search:", "Start", "Changing one line", "Context per demo", "npm test:", "Targets"]) expect(printed).toContain(heading);
+    for (const heading of ["Search:", "Start", "Changing one line", "Context per demo", "Prompt cache per demo", "Streaming:", "npm test:", "Targets"]) expect(printed).toContain(heading);
     expect(printed).toContain("grep within 2x ripgrep");
     const parts = { ...base(), partsMs: { search: 45_800, "npm test": 65_700 } };
     expect(formatResults({ ...parts, targets: targetsOf(parts) })).toContain("Targets (the bench took 120.0 s: search 45.8 s, npm test 65.7 s)");
@@ -183,7 +193,7 @@ describe("the bench's figures", () => {
     expect(committed.command).toMatch(/^npm run bench/);
     expect(new Date(committed.date).toString()).not.toBe("Invalid Date");
     expect(Object.keys(committed.machine).sort()).toEqual(["cores", "cpu", "memoryGB", "node", "platform"]);
-    expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench"]);
+    expect(committed.targets.map((target) => target.id)).toEqual(["grep", "glob", "same", "firstLine", "tests", "bench", "cache", "streaming"]);
     for (const key of ["search", "start", "editVersusWrite", "context", "tests", "tree", "benchMs"]) expect(committed, key).toHaveProperty(key);
     // Each test file's time, which `npm test` orders its files by (tests/sequencer.ts).
     const files = Object.entries(committed.tests?.files ?? {});
@@ -244,6 +254,20 @@ describe("the order of the test files (tests/sequencer.ts)", () => {
 
   it("is the order npm test uses", () => {
     expect(config.test?.sequence?.sequencer).toBe(SlowestFirst);
+  });
+});
+
+describe("the bench's streaming timing", () => {
+  it("times each delta from the provider's write to its marker on the program's stdout, and knows a stage that streams", async () => {
+    // A stand-in stage: it reads the stream from ANTHROPIC_BASE_URL and writes what it gets as it comes.
+    const stage = path.join(folder(), "stand-in.mjs");
+    writeFileSync(stage, "const response = await fetch(`${process.env.ANTHROPIC_BASE_URL}/v1/messages`, { method: 'POST', body: '{}' });\nfor await (const chunk of response.body) process.stdout.write(chunk);\n");
+    const row = await timeStreaming("stand-in", stage, { deltas: 5, gapMs: 5 });
+    expect(row).toMatchObject({ stage: "stand-in", deltas: 5, code: 0 });
+    expect(row.medianMs).toBeLessThanOrEqual(row.worstMs);
+    expect(row.worstMs).toBeLessThan(2000);
+    expect(streams("for await (const event of await api.messages.events(request, { signal }))")).toBe(true);
+    expect(streams("await client.messages.create({ model })")).toBe(false);
   });
 });
 

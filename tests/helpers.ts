@@ -90,7 +90,7 @@ export function usePrinted(): string[] {
 }
 
 /** Serve a scenario for the duration of one test, and close it afterwards. */
-export function useReplay(): (scenario: Scenario, options?: { allowUnhandled?: boolean }) => RunningReplay {
+export function useReplay(): (scenario: Scenario, options?: Parameters<typeof startReplay>[1]) => RunningReplay {
   let running: RunningReplay | undefined;
   afterEach(() => {
     running?.close();

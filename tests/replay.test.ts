@@ -30,6 +30,30 @@ describe("the replay engine", () => {
     await expect(ask([{ role: "user", content: "a" }, call, { role: "user", content: "no result" }, { role: "assistant", content: "x" }, { role: "user", content: "y" }])).rejects.toThrow(/tool_use ids were found without tool_result blocks/);
   });
 
+  it("refuses cache breakpoints as the API does: more than 4 in a request, one on a thinking block or on a message", async () => {
+    const session = replay(scenarioOf([reply.text("four are allowed"), reply.text("never")]));
+    const cached = { type: "ephemeral" } as const;
+    const text = (words: string) => ({ type: "text" as const, text: words, cache_control: cached });
+    const four = {
+      model: "m",
+      max_tokens: 10,
+      tools: [{ ...TOOLS[0], cache_control: cached }],
+      system: [text("system")],
+      messages: [{ role: "user" as const, content: [text("a"), text("b")] }],
+    };
+    expect((await client.messages.create(four)).content[0]).toMatchObject({ text: "four are allowed" });
+    // A fifth anywhere: the request-level marker, or one inside a tool result's content.
+    await expect(client.messages.create({ ...four, cache_control: cached })).rejects.toThrow("A maximum of 4 blocks with cache_control may be provided. Found 5.");
+    const call: Anthropic.MessageParam = { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "bash", input: {} }] };
+    const result: Anthropic.MessageParam = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [text("out"), text("more")] }] };
+    const later = [four.messages[0], call, result, { role: "assistant" as const, content: "ok" }, { role: "user" as const, content: "go on" }];
+    await expect(client.messages.create({ ...four, messages: later })).rejects.toThrow("Found 6.");
+    const thinking: Anthropic.MessageParam = { role: "assistant", content: [{ type: "thinking", thinking: "hmm", signature: "s", cache_control: cached } as Anthropic.ContentBlockParam] };
+    await expect(ask([{ role: "user", content: "a" }, thinking])).rejects.toThrow("messages.1.content.0.thinking.cache_control: Extra inputs are not permitted");
+    await expect(ask([{ role: "user", content: "a", cache_control: cached } as Anthropic.MessageParam])).rejects.toThrow("messages.0.cache_control: Extra inputs are not permitted");
+    expect(session.problems).toHaveLength(4);
+  });
+
   it("streams any recorded reply when a request asks for a stream: what the SDK assembles is the reply as recorded, for every fixture", async () => {
     const replies = readdirSync(FIXTURES_DIR).flatMap((stage) =>
       readdirSync(path.join(FIXTURES_DIR, stage))

@@ -6,12 +6,13 @@
 // results do not answer the tool calls just before them, or replies left over at the end
 // are all problems, because each means the loop did not do what the recording expects. And
 // it refuses what the real API refuses (apiProblem): an empty text block or message, a tool
-// call left without its result anywhere in the history.
+// call left without its result anywhere in the history, more than 4 cache breakpoints.
 import { createRequire } from "node:module";
 import { isDeepStrictEqual } from "node:util";
 import type { HttpHandler } from "msw";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
+import { chatCompletionOf, chatProblem, chatRefusal, type ChatRequestBody } from "./chat-replay.ts";
 
 // Only the parts of msw a replay uses, loaded with require for the reason lib/runtime/model.ts gives
 // for the SDK. msw's main entry would also load its GraphQL support: the graphql package,
@@ -24,6 +25,8 @@ const { setupServer } = require("msw/node") as typeof import("msw/node");
 export interface Replay {
   /** The request bodies the model received, in order. */
   readonly requests: MessageCreateParams[];
+  /** The Chat Completions request bodies, in order (s15 with PROVIDER=openai; lib/course/chat-replay.ts). */
+  readonly chatRequests: ChatRequestBody[];
   /** What went wrong so far, in words a learner can act on. */
   readonly problems: string[];
   /** How many recorded replies have not been asked for yet. */
@@ -33,13 +36,15 @@ export interface Replay {
 }
 
 /** msw handlers that answer the model's endpoint (and any scenario web pages) from a scenario. */
-export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; replay: Replay } {
+export function replayHandlers(scenario: Scenario, options: { streamPauseMs?: number } = {}): { handlers: HttpHandler[]; replay: Replay } {
   const requests: MessageCreateParams[] = [];
+  const chatRequests: ChatRequestBody[] = [];
   const problems: string[] = [];
   let next = 0;
 
   const replay: Replay = {
     requests,
+    chatRequests,
     problems,
     remaining: () => scenario.replies.length - next,
     verdict: () => {
@@ -63,8 +68,21 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     next += 1;
     const headers = { "request-id": `req_replay_${index + 1}` };
     // A request that asks for a stream gets the same reply as the API would stream it.
-    if (body.stream === true) return new Response(eventStream(scenario.replies[index]), { headers: { ...headers, "content-type": "text/event-stream" } });
+    if (body.stream === true) return new Response(eventStream(scenario.replies[index], 12, options.streamPauseMs), { headers: { ...headers, "content-type": "text/event-stream" } });
     return Response.json(scenario.replies[index], { headers });
+  });
+
+  // s15 with PROVIDER=openai: the same replies, served as Chat Completions, any host as above.
+  const chat = http.post("*/chat/completions", async ({ request }) => {
+    const body = (await request.json()) as ChatRequestBody;
+    chatRequests.push(body);
+    const index = next;
+    const refuseChat = (problem: string) => (problems.push(problem), chatRefusal(problem));
+    if (index >= scenario.replies.length) return refuseChat(`request ${index + 1} came after the last recorded reply (${scenario.replies.length})`);
+    const refused = chatProblem(body, scenario.replies.slice(0, index));
+    if (refused) return refuseChat(`request ${index + 1}: ${refused}`);
+    next += 1;
+    return Response.json(chatCompletionOf(scenario.replies[index], index), { headers: { "x-request-id": `req_replay_${index + 1}` } });
   });
 
   const pages = Object.entries(scenario.web ?? {}).map(([url, page]) =>
@@ -76,7 +94,7 @@ export function replayHandlers(scenario: Scenario): { handlers: HttpHandler[]; r
     ),
   );
 
-  return { handlers: [model, ...pages], replay };
+  return { handlers: [model, chat, ...pages], replay };
 }
 
 /**
@@ -107,11 +125,14 @@ function unansweredCalls(body: MessageCreateParams, served: Message[]): string |
  * does not start with the person, tool blocks in a request that declares no tools, a message
  * with no content (but a final assistant one), an empty text block, and a tool call whose
  * result is not in the next message. A loop that lets
- * one of these into its history has every later request refused.
+ * one of these into its history has every later request refused. And the cache breakpoints
+ * (s14): at most 4, and none on a block that cannot take one.
  */
 export function apiProblem(body: MessageCreateParams): string | undefined {
   const { messages } = body;
   if (messages.length === 0) return "messages: at least one message is required";
+  const breakpoints = breakpointProblem(body);
+  if (breakpoints) return breakpoints;
   if (messages[0].role !== "user") return "messages: the first message must use the user role";
   const usesTools = messages.some((message) => Array.isArray(message.content) && message.content.some((block) => block.type === "tool_use" || block.type === "tool_result"));
   if (usesTools && !(body.tools && body.tools.length > 0)) return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
@@ -136,6 +157,30 @@ export function apiProblem(body: MessageCreateParams): string | undefined {
   return undefined;
 }
 
+/**
+ * The API's rules for `cache_control`: a breakpoint is a tool, a system block or a content
+ * block (one inside a tool result's content too) that carries one, and the request-level
+ * `cache_control` (which marks the last block for you) is one more; at most 4 in a request. A
+ * thinking block cannot take one, nor can a message itself.
+ */
+function breakpointProblem(body: MessageCreateParams): string | undefined {
+  type Marked = { cache_control?: unknown; content?: unknown; type?: string };
+  const marked = (item: unknown) => (item as Marked).cache_control != null;
+  let count = marked(body) ? 1 : 0;
+  for (const tool of body.tools ?? []) if (marked(tool)) count += 1;
+  if (Array.isArray(body.system)) for (const block of body.system) if (marked(block)) count += 1;
+  for (const [i, message] of body.messages.entries()) {
+    if (marked(message)) return `messages.${i}.cache_control: Extra inputs are not permitted`;
+    if (!Array.isArray(message.content)) continue;
+    for (const [j, block] of (message.content as Marked[]).entries()) {
+      if (marked(block) && (block.type === "thinking" || block.type === "redacted_thinking")) return `messages.${i}.content.${j}.${block.type}.cache_control: Extra inputs are not permitted`;
+      if (marked(block)) count += 1;
+      if (Array.isArray(block.content)) count += block.content.filter(marked).length;
+    }
+  }
+  return count > 4 ? `A maximum of 4 blocks with cache_control may be provided. Found ${count}.` : undefined;
+}
+
 /** The ids of a message's tool_use blocks, or of its tool_result blocks. */
 function idsOf(content: MessageCreateParams["messages"][number]["content"], type: "tool_use" | "tool_result"): string[] {
   if (!Array.isArray(content)) return [];
@@ -158,7 +203,7 @@ function refuse(problems: string[], problem: string) {
  * a client assembles from them is the reply as recorded, so every fixture serves a streaming
  * stage too.
  */
-export function eventStream(reply: Message, pieceLength = 12): ReadableStream<Uint8Array> {
+export function eventStream(reply: Message, pieceLength = 12, pauseMs = 0): ReadableStream<Uint8Array> {
   const events: [string, object][] = [];
   const { content, stop_reason, stop_sequence, usage } = reply;
   events.push(["message_start", { type: "message_start", message: { ...reply, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 0 } } }]);
@@ -183,9 +228,21 @@ export function eventStream(reply: Message, pieceLength = 12): ReadableStream<Ui
   events.push(["message_delta", { type: "message_delta", delta: { stop_reason, stop_sequence }, usage: { output_tokens: usage?.output_tokens ?? 0 } }]);
   events.push(["message_stop", { type: "message_stop" }]);
   const encoder = new TextEncoder();
+  const encoded = events.map(([event, data]) => encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+  // `pauseMs` (the offline demo at a terminal): each delta a moment after the one before, as a model writes.
+  if (pauseMs > 0) {
+    return new ReadableStream({
+      async pull(controller) {
+        const [next, event] = [encoded.shift(), events.shift()];
+        if (event?.[0] === "content_block_delta") await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        if (next) controller.enqueue(next);
+        else controller.close();
+      },
+    });
+  }
   return new ReadableStream({
     start(controller) {
-      for (const [event, data] of events) controller.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+      for (const chunk of encoded) controller.enqueue(chunk);
       controller.close();
     },
   });
@@ -199,8 +256,8 @@ export interface RunningReplay extends Replay {
  * Serve a scenario until close(). Requests the scenario does not cover fail instead of
  * reaching the network, unless `allowUnhandled` (a test that runs its own loopback server).
  */
-export function startReplay(scenario: Scenario, options: { allowUnhandled?: boolean } = {}): RunningReplay {
-  const { handlers, replay } = replayHandlers(scenario);
+export function startReplay(scenario: Scenario, options: { allowUnhandled?: boolean; streamPauseMs?: number } = {}): RunningReplay {
+  const { handlers, replay } = replayHandlers(scenario, options);
   const server = setupServer(...handlers);
   server.listen({ onUnhandledRequest: options.allowUnhandled ? "bypass" : "error" });
   return { ...replay, close: () => server.close() };

@@ -8,6 +8,7 @@ import path from "node:path";
 import type { MessageCreateParams, MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Scenario } from "./scenario.ts";
 import { startReplay } from "./replay.ts";
+import type { ChatRequestBody } from "./chat-replay.ts";
 import { scriptedTerminal, terminal, useTerminal } from "../runtime/terminal.ts";
 
 /** What a stage module offers a replay: its loop, and what it must know of the scenario first. */
@@ -15,6 +16,10 @@ export interface ReplayableStage {
   agentLoop(messages: MessageParam[]): Promise<void>;
   /** Called before the first prompt (s04: host names resolve from the scenario's `hosts`). */
   prepareReplay?(scenario: Scenario): void | Promise<void>;
+  /** A turn as the stage's program runs it, when that is more than the loop (s17: hooks at the prompt and at the turn's end); default agentLoop. */
+  runTurn?(messages: MessageParam[]): Promise<void>;
+  /** The history the conversation starts from, after prepareReplay (s16: a session log in the workspace); default []. */
+  startHistory?(): MessageParam[] | Promise<MessageParam[]>;
 }
 
 export interface ReplayOptions {
@@ -28,6 +33,8 @@ export interface ReplayOptions {
   onTurnError?(error: unknown): void;
   /** After each turn, whether it ended normally or not. */
   onTurnEnd?(): void;
+  /** Milliseconds between a streamed reply's deltas (s13's demo at a terminal); 0, at once. */
+  streamPauseMs?: number;
 }
 
 export interface ReplayedSession {
@@ -35,6 +42,8 @@ export interface ReplayedSession {
   messages: MessageParam[];
   /** Every request body the model received, in order. */
   requests: MessageCreateParams[];
+  /** Every Chat Completions request body, in order (s15 with PROVIDER=openai). */
+  chatRequests?: ChatRequestBody[];
   /** What did not match the recording; empty when the session replayed exactly. */
   problems: string[];
   /** The errors that ended turns, in order. */
@@ -52,7 +61,7 @@ export function seedWorkspace(workspace: string, scenario: Scenario): void {
 }
 
 /**
- * Run every prompt of `scenario` through `stage.agentLoop` in `options.workspace`, which
+ * Run every prompt of `scenario` through the stage's turn (`runTurn`, else `agentLoop`) in `options.workspace`, which
  * becomes the working directory (the stages' workspace) for the duration and is restored
  * afterwards, as are the terminal and the network.
  */
@@ -61,17 +70,18 @@ export async function replayScenario(stage: ReplayableStage, scenario: Scenario,
   const home = process.cwd();
   const previousTerminal = terminal();
   process.chdir(options.workspace);
-  const replay = startReplay(scenario);
+  const replay = startReplay(scenario, { streamPauseMs: options.streamPauseMs });
   useTerminal(scriptedTerminal(scenario.answers ?? [], (options.output ?? nowhere()) as NodeJS.WriteStream));
-  const messages: MessageParam[] = [];
+  let messages: MessageParam[] = [];
   const turnErrors: unknown[] = [];
   try {
     await stage.prepareReplay?.(scenario);
+    messages = (await stage.startHistory?.()) ?? messages;
     for (const prompt of scenario.prompts) {
       await options.onPrompt?.(prompt);
       messages.push({ role: "user", content: prompt });
       try {
-        await stage.agentLoop(messages);
+        await (stage.runTurn ?? stage.agentLoop)(messages);
       } catch (error) {
         turnErrors.push(error);
         options.onTurnError?.(error);
@@ -83,7 +93,7 @@ export async function replayScenario(stage: ReplayableStage, scenario: Scenario,
     useTerminal(previousTerminal);
     process.chdir(home);
   }
-  return { messages, requests: replay.requests, problems: replay.verdict(), turnErrors };
+  return { messages, requests: replay.requests, chatRequests: replay.chatRequests, problems: replay.verdict(), turnErrors };
 }
 
 /** A stream that drops what is written to it. */

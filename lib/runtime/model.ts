@@ -22,13 +22,26 @@
 //   history and the next prompt still works;
 // - retries (429, 529, 5xx) announced with how long the SDK waits, and a model that takes long
 //   to answer said so every WAIT_NOTICE seconds, on a terminal or in a pipe.
+//
+// `events` (s13) sends the same request with `stream: true`, with the same settings, retries
+// and notices, and gives the reply's raw events as they arrive: the stage assembles them. A
+// stream that falls silent is said as a wait is, and one silent or large past STREAM_LIMITS
+// is given up, so a provider that stalls or never stops cannot hold the program.
 import { createRequire } from "node:module";
 import type Anthropic from "@anthropic-ai/sdk";
-import type { Message, MessageCreateParamsNonStreaming } from "@anthropic-ai/sdk/resources/messages";
+import type { Message, MessageCreateParamsNonStreaming, RawMessageStreamEvent } from "@anthropic-ai/sdk/resources/messages";
 
 export interface ModelClient {
   messages: {
     create(request: MessageCreateParamsNonStreaming, options?: { signal?: AbortSignal }): Promise<Message>;
+  };
+}
+
+/** What modelClient gives: create, and (s13) the same request streamed, as the SDK's raw events. */
+export interface ModelConnection {
+  messages: ModelClient["messages"] & {
+    /** Resolves when the stream opens (retries and notices as for create); the signal stops it at any time. */
+    events(request: MessageCreateParamsNonStreaming, options?: { signal?: AbortSignal }): Promise<AsyncIterable<RawMessageStreamEvent>>;
   };
 }
 
@@ -45,6 +58,8 @@ export interface ModelSettings {
 export const MAX_RETRIES = 2;
 /** Seconds of waiting for a reply before the person is told, and then again every WAIT_NOTICE.every. */
 export const WAIT_NOTICE = { first: 10, every: 30 };
+/** A streamed reply is given up after this many seconds without an event (the SDK's own limit for a whole reply), or past this many characters of events (some 40 times what 8,000 tokens take). */
+export const STREAM_LIMITS = { silentSeconds: 600, characters: 4_000_000 };
 
 const require = createRequire(import.meta.url);
 
@@ -53,7 +68,7 @@ export function sdkModule(): typeof import("@anthropic-ai/sdk") {
   return require("@anthropic-ai/sdk");
 }
 
-export function modelClient(settings: ModelSettings): ModelClient {
+export function modelClient(settings: ModelSettings): ModelConnection {
   let sdk: Promise<Anthropic> | undefined;
   const connect = async () => {
     if (settings.apiKey && settings.authToken) {
@@ -72,15 +87,21 @@ export function modelClient(settings: ModelSettings): ModelClient {
       fetch: async (url, init) => announceRetry(await fetch(url, init), init),
     });
   };
+  const connection = () =>
+    (sdk ??= connect().catch((error) => {
+      sdk = undefined; // said once per request, until the settings are right
+      throw error;
+    }));
   return {
     messages: {
       create: async (request, options) => {
-        const client = await (sdk ??= connect().catch((error) => {
-          sdk = undefined; // said once per request, until the settings are right
-          throw error;
-        }));
+        const client = await connection();
         const reply: unknown = await whileWaiting(() => client.messages.create(request, options));
         return checkedReply(reply, settings.baseURL);
+      },
+      events: async (request, options) => {
+        const client = await connection();
+        return withinLimits(await whileWaiting(() => client.messages.create({ ...request, stream: true }, options)));
       },
     },
   };
@@ -134,8 +155,36 @@ function retryDelay(headers: Headers, attempt: number): string {
   return wait < 10 ? `${Math.round(wait * 10) / 10} s` : `${Math.round(wait)} s (as the provider asks; Ctrl-C stops waiting)`;
 }
 
+/**
+ * A stream's events as they come. While it is silent, the wait is said as a request's is; silent
+ * past STREAM_LIMITS.silentSeconds, or larger than STREAM_LIMITS.characters, it is aborted with
+ * an error that says which. A consumer that stops reading (Ctrl-C) ends the request too.
+ */
+async function* withinLimits(stream: AsyncIterable<RawMessageStreamEvent> & { controller: AbortController }): AsyncGenerator<RawMessageStreamEvent> {
+  const events = stream[Symbol.asyncIterator]();
+  let characters = 0;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    while (true) {
+      const silence = new Promise<never>((_, reject) => {
+        const seconds = STREAM_LIMITS.silentSeconds;
+        timer = setTimeout(() => reject(new Error(`the model's stream was silent for ${seconds} s, so it was given up; nothing of the reply was kept`)), seconds * 1000);
+      });
+      const next = await whileWaiting(() => Promise.race([events.next(), silence]));
+      clearTimeout(timer);
+      if (next.done) return;
+      characters += JSON.stringify(next.value).length;
+      if (characters > STREAM_LIMITS.characters) throw new Error(`the model's reply grew past ${STREAM_LIMITS.characters.toLocaleString("en")} characters of events, so it was given up; nothing of it was kept`);
+      yield next.value;
+    }
+  } finally {
+    clearTimeout(timer);
+    stream.controller.abort(); // ended, stopped or given up: the connection is not left open
+  }
+}
+
 /** Run `request`; while it has not answered, say every so often how long it has been. */
-async function whileWaiting<T>(request: () => Promise<T>): Promise<T> {
+export async function whileWaiting<T>(request: () => Promise<T>): Promise<T> {
   const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
   const notice = (delay: number) => {

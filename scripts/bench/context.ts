@@ -3,10 +3,13 @@
 // Context per demo: the bytes of every request a stage's recorded demo sends to the model,
 // replayed in this process through the stage's real loop and tools (lib/course/session.ts), so a
 // later stage that evicts or compacts shows what it saves on the same kind of work.
+// Cache per demo: what a prompt cache would serve of those same requests, by the API's rule
+// (lib/course/cache.ts), with s14's breakpoints placed where a stage places none.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Tool } from "@anthropic-ai/sdk/resources/messages";
+import type { MessageCreateParams, Tool } from "@anthropic-ai/sdk/resources/messages";
+import { cacheShare, hasBreakpoints, type CacheShare, type Price } from "../../lib/course/cache.ts";
 import { loadScenario } from "../../lib/course/scenario.ts";
 import { replayScenario, type ReplayableStage } from "../../lib/course/session.ts";
 import { toolCall, type ToolCall, type ToolStage } from "../../lib/course/tools.ts";
@@ -80,8 +83,8 @@ export interface DemoContext {
   matched: boolean;
 }
 
-/** Replay a stage's demo in-process and measure each request the model received. */
-export async function demoContext(stageId: string, stage: StageModule): Promise<DemoContext> {
+/** Replay a stage's demo in-process and measure each request the model received (`sent`: the requests themselves). */
+export async function demoContext(stageId: string, stage: StageModule): Promise<DemoContext & { sent: MessageCreateParams[] }> {
   const scenario = loadScenario(stageId);
   const workspace = mkdtempSync(path.join(os.tmpdir(), `workbook-bench-${stageId}-`));
   // The tools print what they do; the bench's screen is for its own table.
@@ -90,9 +93,24 @@ export async function demoContext(stageId: string, stage: StageModule): Promise<
   try {
     const session = await replayScenario(stage, scenario, { workspace });
     const requests = session.requests.map((request) => Buffer.byteLength(JSON.stringify(request)));
-    return { requests, total: requests.reduce((sum, bytes) => sum + bytes, 0), matched: session.problems.length === 0 && session.turnErrors.length === 0 };
+    return { requests, total: requests.reduce((sum, bytes) => sum + bytes, 0), matched: session.problems.length === 0 && session.turnErrors.length === 0, sent: session.requests };
   } finally {
     console.log = log;
     rmSync(workspace, { recursive: true, force: true });
   }
+}
+
+export interface DemoCache extends CacheShare {
+  /** Whose breakpoints: the stage's own (its requests carry some), or s14's placement applied to its requests. */
+  breakpoints: "own" | "s14";
+}
+
+/**
+ * What a prompt cache would serve of a demo's requests. A stage that places breakpoints is
+ * measured as it sends them; for one that places none, `place` (s14's withBreakpoints) puts
+ * them on a copy of each request: what the stage would save if it cached as s14 does.
+ */
+export function demoCache(sent: MessageCreateParams[], place: (request: MessageCreateParams) => MessageCreateParams, price: Price | undefined): DemoCache {
+  const own = sent.some(hasBreakpoints);
+  return { breakpoints: own ? "own" : "s14", ...cacheShare(sent, { place: own ? undefined : place, price }) };
 }
