@@ -194,6 +194,25 @@ describe("with a key, against a provider", () => {
     expect([listed, ran]).toEqual([0, 1]);
   });
 
+  it("a stage's startHistory is the history the loop gets; its switches are no prompt; an option that is also a command, with no value, is the command; a failure is one line", async () => {
+    const requests = provider([reply.text("the earlier turn, then this one")]);
+    const earlier: MessageParam[] = [{ role: "user", content: "earlier" }, { role: "assistant", content: [{ type: "text", text: "answered" }] }];
+    let given: MessageParam[] | undefined;
+    let listed = 0;
+    const program = (args: string[], startHistory: () => MessageParam[]): StageProgram => ({
+      stage: "s01", title: "The Agent Loop", hasKey: true, args, startHistory,
+      agentLoop: (history) => ((given = history), s01Loop(history)),
+      options: ["--resume"], switches: ["--continue"], commands: { "--resume": async () => (listed++, 0) },
+    });
+    const resumed = await onScreen("", () => runProgram(program(["--continue", "and", "now"], () => earlier)));
+    expect([resumed.value, given === earlier]).toEqual([0, true]);
+    expect(requests[0].body.messages).toEqual([...earlier.slice(0, 2), { role: "user", content: "and now" }]);
+    const list = await onScreen("", () => runProgram(program(["--resume"], () => earlier)));
+    expect([list.value, listed, requests.length]).toEqual([0, 1, 1]);
+    const failed = await onScreen("", () => runProgram(program(["--resume", "abc", "hi"], () => { throw new Error("no session abc here"); })));
+    expect([failed.value, failed.output, requests.length]).toEqual([1, "[error] no session abc here\n", 1]);
+  });
+
   it("one-shot: runs the prompt, shows the call with its named arguments and the result, and exits 0", async () => {
     const requests = provider([
       reply.tools([{ name: "bash", input: { command: "echo made > out.txt; echo done", timeout: 30 } }]),

@@ -38,8 +38,20 @@ export interface StageProgram {
   options?: string[];
   /** A problem with the stage's settings, found when it loaded: said in one line, and nothing runs. */
   settingsProblem?: string;
-  /** Flags with no value that do one job instead of a session (s08: `--list-tools`); each resolves to the exit code. */
+  /**
+   * Flags with no value that do one job instead of a session (s08: `--list-tools`); each resolves to the exit code.
+   * An option of the same name given with no value after it is the command (s16: `--resume` alone lists the sessions).
+   */
   commands?: Record<string, () => Promise<number>>;
+  /** Flags with no value that the stage reads itself and that change the session, not replace it (s16: `--continue`), so not part of a prompt. */
+  switches?: string[];
+  /**
+   * The history a session starts from, in place of an empty array (s16: a log on disk that each
+   * message is appended to, or an earlier session's, chosen by the stage's own flags). Called
+   * once, before the first prompt of a session or of a replay; an error it throws is said in one
+   * line, and nothing runs.
+   */
+  startHistory?: () => MessageParam[] | Promise<MessageParam[]>;
   /** Lines `--help` adds for the stage's own options, commands and settings ("  --approval-mode <mode>  ..."). */
   help?: string[];
   /** Called before the first prompt of a live session (s08: the tools of the workspace are discovered). */
@@ -50,6 +62,8 @@ export interface StageProgram {
    * sent to the model. A line starting with any other word is a request, as in every stage.
    */
   slashCommands?: Record<string, (history: MessageParam[], rest: string) => void | Promise<void>>;
+  /** Which key a real model needs, and how to set it, when not the Anthropic one (s15: PROVIDER=openai needs OPENAI_API_KEY). */
+  keyHelp?: { names: string; howTo: string };
 }
 
 const EXIT_WORDS = new Set(["q", "quit", "exit"]);
@@ -63,7 +77,7 @@ const looksLikeFlag = (word: string) => /^--?[A-Za-z][\w-]*(=.*)?$/.test(word);
 
 /** Run a stage as a program; resolves to the exit code. */
 export async function runProgram(program: StageProgram): Promise<number> {
-  const asked = withoutOptions(program.args, program.options ?? [])[0];
+  const asked = withoutOptions(program)[0];
   if (asked === "--help" || asked === "-h") {
     console.log(usage(program));
     return 0;
@@ -76,7 +90,7 @@ export async function runProgram(program: StageProgram): Promise<number> {
     console.log(`[error] ${program.settingsProblem}`);
     return 1;
   }
-  const words = withoutOptions(program.args, program.options ?? []);
+  const words = withoutOptions(program);
   // A word that looks like a flag and is not one is a typo, never a prompt for the model.
   // `--` ends the flags: `-- "-n means what?"` is a prompt.
   const flags = words.slice(0, words.includes("--") ? words.indexOf("--") : undefined);
@@ -97,11 +111,11 @@ export async function runProgram(program: StageProgram): Promise<number> {
   }
   if (!program.hasKey && rest.length > 0) {
     // Answering with the demo would look like an answer: say what is missing, and fail.
-    console.log(`[error] Your prompt needs a real model, and no key is set. ${HOW_TO_USE_A_MODEL.replace("To use a real model: s", "S")} Without a prompt, ${program.stage} replays its recorded demo.`);
+    console.log(`[error] Your prompt needs a real model, and no key is set. ${(program.keyHelp?.howTo ?? HOW_TO_USE_A_MODEL).replace("To use a real model: s", "S")} Without a prompt, ${program.stage} replays its recorded demo.`);
     return 1;
   }
   if (!program.hasKey) {
-    console.log(`No key set (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN): replaying the recorded demo of ${program.stage} instead.`);
+    console.log(`No key set (${program.keyHelp?.names ?? "ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"}): replaying the recorded demo of ${program.stage} instead.`);
     return replayDemo(program, undefined);
   }
   if (flag === "--record") return record(program, value, rest);
@@ -146,11 +160,14 @@ export function optionValue(args: string[], name: string): string | undefined {
   return undefined;
 }
 
-function withoutOptions(args: string[], names: string[]): string[] {
+/** The words of the command line without the stage's options (and their values) and switches. */
+function withoutOptions({ args, options: names = [], commands = {}, switches = [] }: StageProgram): string[] {
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (names.includes(args[i])) i++; // and its value
-    else if (!names.some((name) => args[i].startsWith(`${name}=`))) rest.push(args[i]);
+    // An option that is also a command, with no value after it, stays: it is the command.
+    const bare = Object.hasOwn(commands, args[i]) && (i + 1 === args.length || looksLikeFlag(args[i + 1]));
+    if (names.includes(args[i]) && !bare) i++; // and its value
+    else if (!switches.includes(args[i]) && !names.some((name) => args[i].startsWith(`${name}=`))) rest.push(args[i]);
   }
   return rest;
 }
@@ -168,7 +185,13 @@ function parseArgs(args: string[]) {
  * person has something to fix, and a script that ran the stage should know it.
  */
 async function converse(program: StageProgram, rest: string[], recording?: Recording): Promise<number> {
-  const history: MessageParam[] = [];
+  let history: MessageParam[];
+  try {
+    history = (await program.startHistory?.()) ?? [];
+  } catch (error) {
+    console.log(`[error] ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
   // Tools that ask the person (s05) read from the same terminal as the prompt; so does what the
   // session prepares (s08 asks before starting a project's commands and servers).
   const toolsTerminal = (term: Terminal) => (recording ? recording.wrap(term) : term);
@@ -309,6 +332,8 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
     },
     onTurnError: (error) => console.log(describeProviderError(error)),
     onTurnEnd: () => console.log(),
+    // A person watching sees a streamed reply (s13) arrive as a model writes it; a pipe gets it at once.
+    streamPauseMs: process.stdout.isTTY ? 20 : 0,
   });
   useTerminal(nobody);
   if (session.problems.length > 0) {
@@ -317,7 +342,7 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
   }
   const cleaned = removed > 0 ? ` (the earlier replay's folder of ${program.stage} was removed)` : "";
   console.log(`The demo's files are in ${workspace}${cleaned}.`);
-  console.log(HOW_TO_USE_A_MODEL);
+  console.log(program.keyHelp?.howTo ?? HOW_TO_USE_A_MODEL);
   return 0;
 }
 
