@@ -41,6 +41,12 @@ export interface CommandOptions {
   /** What the command reads on stdin; without it, stdin is /dev/null. */
   input?: string;
   signal?: AbortSignal;
+  /**
+   * Called once the command has started, with a function that ends it and everything it
+   * started, also after the shell has exited (s18's kill_task: what a finished task left
+   * running ends too). Until then, the time limit, the signal or the program's end does it.
+   */
+  onStart?: (end: () => void) => void;
 }
 
 /**
@@ -67,6 +73,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
       env: { ...process.env, [COMMAND_MARK]: mark },
     });
     if (child.pid) commandGroups.add(child.pid);
+    if (child.pid) options.onStart?.(() => endProcesses(`${mark}\0`, [child.pid!]));
     if (child.stdin) {
       child.stdin.on("error", () => {}); // a command that never reads its input
       child.stdin.end(input);

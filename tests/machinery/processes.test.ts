@@ -216,6 +216,28 @@ describe("runCommand: nothing a command starts outlives it", () => {
     }
   });
 
+  it("onStart's end() ends a running command with all it started, and what a command that returned left running", async () => {
+    let end = () => {};
+    const running = run(RUNS_ON, { onStart: (given) => (end = given) }).then((result) => result.code);
+    const jobs = await pidsIn("jobs.pid", 2);
+    // A command that has returned: the background job it left runs on until end() (or its time limit, 10 s away).
+    let endReturned = () => {};
+    const returned = await run("sleep 1000 > /dev/null 2>&1 & echo $!", { onStart: (given) => (endReturned = given) });
+    const left = Number(returned.text);
+    try {
+      expect(jobs.every(isRunning)).toBe(true);
+      end();
+      expect(await running).toBeNull(); // the shell too, by a signal
+      expect(await eventually(() => jobs.every((pid) => !isRunning(pid)), 1500), `still running: ${jobs.filter(isRunning)}`).toBe(true);
+      expect(returned.code).toBe(0);
+      expect(isRunning(left)).toBe(true);
+      endReturned();
+      expect(await eventually(() => !isRunning(left), 1500)).toBe(true);
+    } finally {
+      killAll([...jobs, left]);
+    }
+  });
+
   it("without the process table (as on macOS), the time limit still ends the command's process group", async () => {
     const readable = PROCESS_TABLE.readable;
     PROCESS_TABLE.readable = false;
