@@ -30,8 +30,7 @@
  *   npx tsx agents/s08_tool_discovery.ts                (no key: replays the recorded demo)
  *   npx tsx agents/s08_tool_discovery.ts --list-tools   (the tools this folder's settings bring)
  */
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import type {
@@ -39,7 +38,6 @@ import type {
   ToolUseBlock,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ErrorObject } from "ajv";
-import { writeAtomically } from "../lib/machinery/atomic-write.ts";
 import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
 import { clip, HeadAndTail } from "../lib/machinery/head-and-tail.ts";
 import { McpConnection, type CallLimits, type McpEntry } from "../lib/machinery/mcp.ts";
@@ -47,12 +45,13 @@ import { runCommand } from "../lib/machinery/processes.ts";
 import { MAX_FILE_BYTES } from "../lib/machinery/safe-read.ts";
 import { dialectOf, jsonSchemaValidator, outsideSchemaCheck, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
-import { loadWorkbookEnv, readSettingsFile } from "../lib/runtime/env.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, runAsMain } from "../lib/runtime/program.ts";
+import { PERSONAL, readJson, rememberTrusted, SETTINGS_FILE, trustedProject } from "../lib/runtime/settings.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
 import {
-  APPROVAL_HELP, approve, CORE_TOOLS, DEFAULT_TIMEOUT, isInside, MAX_OUTPUT, modeProblem, ToolRegistry, workspace,
+  APPROVAL_HELP, approve, CORE_TOOLS, DEFAULT_TIMEOUT, MAX_OUTPUT, modeProblem, ToolRegistry, workspace,
   type AgentTool, type Params,
 } from "./s06_tool_registry.ts";
 
@@ -77,10 +76,9 @@ const systemPrompt = () =>
 // Where tools from outside are configured: .agent/settings.json in the workspace (Qwen Code's
 // keys) and the project's .mcp.json (Claude Code's file: its mcpServers). Each entry is checked
 // against a JSON Schema before anything starts: a typo (`mcpServer`) is named rather than
-// quietly doing nothing, and a broken entry is left out while the others are used.
-const SETTINGS_FILE = ".agent/settings.json";
+// quietly doing nothing, and a broken entry is left out while the others are used. Both files
+// are read by lib/runtime/settings.ts (readJson): only a regular file, of at most 256 KB.
 const MCP_FILE = ".mcp.json";
-const MAX_SETTINGS_BYTES = 256 * 1024; // a settings file is small: a FIFO, a device or a huge file is refused unread
 
 /** One entry of mcpServers: lib's McpEntry (a program over stdio, or an address over HTTP), with `timeout` in milliseconds (to start, and for each call) and `trust`: its tools run without asking. */
 type ServerSettings = McpEntry & { timeout?: number; trust?: boolean };
@@ -129,27 +127,6 @@ function readSettings(root: string): { settings: Settings; problems: string[] } 
   return { settings, problems };
 }
 
-/** A settings file's JSON, undefined when there is none; lib/runtime/env.ts reads only a regular file, of at most MAX_SETTINGS_BYTES. */
-function readJson(file: string, name: string): { data?: unknown; problem?: string } {
-  let text: string | undefined;
-  try {
-    text = readSettingsFile(file, MAX_SETTINGS_BYTES);
-    return { data: text === undefined ? undefined : JSON.parse(text) };
-  } catch (error) {
-    const { message } = error as Error;
-    return { problem: text === undefined ? message.replace(file, name) : `${name} is not valid JSON: ${jsonError(text, error as Error)}` };
-  }
-}
-
-/** Where JSON.parse stopped, as a line and a column a person can find. */
-function jsonError(text: string, error: Error): string {
-  const position = Number(/at position (\d+)/.exec(error.message)?.[1]);
-  const reason = error.message.replace(/ in JSON at position \d+.*$/, "");
-  if (!Number.isInteger(position)) return reason;
-  const before = text.slice(0, position).split("\n");
-  return `line ${before.length}, column ${before.at(-1)!.length + 1}: ${reason}`;
-}
-
 /** What is wrong with `data`, each with its place under `at`: `mcpServers.docs.args must be an array`; "" when nothing. */
 function mistakes(schema: object, data: unknown, at = ""): string {
   const check = jsonSchemaValidator().compile(schema); // ajv compiles a schema once, then keeps it
@@ -171,11 +148,6 @@ function placedErrors(errors: ErrorObject[], whole: string, at = ""): string {
     })
     .join("; ");
 }
-
-// The person's own settings, in their home, where a project cannot write: the commands and
-// servers of each project they allowed to start, as the entries were when they allowed them.
-const PERSONAL = { file: () => path.join(os.homedir(), SETTINGS_FILE), name: `~/${SETTINGS_FILE}` };
-type Personal = { trustedProjects?: Record<string, Settings> };
 // #endregion settings
 
 // #region command-tools
@@ -389,9 +361,9 @@ export async function discoverTools(): Promise<{ tools: string[]; problems: stri
  */
 async function allowedToStart(root: string, settings: Settings, problems: string[]): Promise<Settings> {
   if (!settings.tools && !settings.mcpServers) return settings; // nothing to start
-  const personal = readJson(PERSONAL.file(), PERSONAL.name);
-  if (personal.problem) problems.push(personal.problem);
-  const before = (personal.data as Personal | undefined)?.trustedProjects?.[root] ?? {};
+  // What the person allowed before, kept in their own settings (lib/runtime/settings.ts).
+  const { entries: before, problem } = trustedProject(root) as { entries: Settings; problem?: string };
+  if (problem) problems.push(problem);
   const allowed: Settings = { tools: settings.tools, mcpServers: { ...settings.mcpServers } };
   const asking = new Map<string, () => void>(); // each new entry, and how to leave it out
   if (settings.tools && !isDeepStrictEqual(settings.tools, before.tools)) asking.set(`tools: ${JSON.stringify(settings.tools)}`, () => delete allowed.tools);
@@ -419,14 +391,10 @@ async function askToStart(entries: string[]): Promise<string> {
   }
 }
 
-/** Keep the person's yes in their own settings, beside what else is there. */
+/** Keep the person's yes in their own settings, beside what else is there (s17's rules and hooks too). */
 function remember(root: string, settings: Settings, problems: string[]): void {
   try {
-    const { data = {}, problem } = readJson(PERSONAL.file(), PERSONAL.name);
-    if (problem || typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(problem ?? `${PERSONAL.name} is not an object`);
-    const personal = { ...(data as Personal), trustedProjects: { ...(data as Personal).trustedProjects, [root]: settings } };
-    const home = realpathSync(os.homedir());
-    writeAtomically(PERSONAL.file(), `${JSON.stringify(personal, null, 2)}\n`, PERSONAL.name, { root: home, isInside }, { createFolders: true });
+    rememberTrusted(root, { tools: settings.tools, mcpServers: settings.mcpServers });
   } catch (error) {
     problems.push(`not remembered: ${(error as Error).message}`);
   }
