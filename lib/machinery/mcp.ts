@@ -27,7 +27,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Progress, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
-import { endProcesses, newProcessMark } from "./processes.ts";
+import { CREDENTIALS, endProcesses, newProcessMark } from "./processes.ts";
 import { dialectOf, outsideSchemaCheck } from "./validation.ts";
 
 export type { McpTool };
@@ -230,7 +230,7 @@ const progressLine = ({ progress, total, message }: Progress) => `${progress}${t
 export function expanded(entry: McpEntry): McpEntry {
   const expand = (value: string) =>
     value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback?: string) => {
-      if (/^ANTHROPIC_(API_KEY|AUTH_TOKEN)$/.test(name)) throw new Error(`it uses \${${name}}, the agent's own key, which is never given to a server`);
+      if (CREDENTIALS.includes(name)) throw new Error(`it uses \${${name}}, the agent's own key, which is never given to a server`);
       const value = process.env[name] ?? fallback;
       if (value === undefined) throw new Error(`it uses \${${name}}, which is not set`);
       return value;

@@ -70,7 +70,7 @@ export function runCommand(command: string, options: CommandOptions): Promise<nu
       cwd,
       stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       detached: true,
-      env: { ...process.env, [COMMAND_MARK]: mark },
+      env: { ...withoutCredentials(process.env), [COMMAND_MARK]: mark },
     });
     if (child.pid) commandGroups.add(child.pid);
     if (child.pid) options.onStart?.(() => endProcesses(`${mark}\0`, [child.pid!]));
@@ -156,6 +156,16 @@ let commandsRun = 0;
 const newCommandMark = () => `${THIS_RUN}-${++commandsRun}`;
 process.on("exit", () => endAllCommands());
 // #endregion marks
+
+/**
+ * The keys the agent talks to its model with are the agent's, not its commands': a command a
+ * project suggests (or a hook it ships) must not be able to read them and send them elsewhere.
+ */
+export const CREDENTIALS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
+
+export function withoutCredentials(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !CREDENTIALS.includes(name)));
+}
 
 /**
  * A mark for a process the caller starts itself (s08's MCP servers): put `env` into its

@@ -58,6 +58,18 @@ describe("runCommand: how a command runs", () => {
   });
   // #endregion stdin-closed
 
+  it("keeps the agent's own keys from the command: a project's command cannot read and send them", async () => {
+    vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-secret");
+    vi.stubEnv("ANTHROPIC_AUTH_TOKEN", "bearer-secret");
+    vi.stubEnv("OPENAI_API_KEY", "sk-openai-secret");
+    vi.stubEnv("WORKBOOK_OTHER", "kept");
+    try {
+      expect(await run('echo "[$ANTHROPIC_API_KEY][$ANTHROPIC_AUTH_TOKEN][$OPENAI_API_KEY][$WORKBOOK_OTHER]"')).toEqual({ code: 0, text: "[][][][kept]\n" });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it("resolves to the exit code, and to null for a shell ended by a signal", async () => {
     expect(await run("exit 3")).toEqual({ code: 3, text: "" });
     expect(await run("echo oops >&2; exit 1")).toEqual({ code: 1, text: "oops\n" });
