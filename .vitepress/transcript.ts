@@ -133,12 +133,14 @@ export function sessionSteps(messages: MessageParam[], requests: SentRequest[], 
 /**
  * The subagent a request is from: one whose prompt is its first message. A first request
  * (one message) starts the first subagent with that prompt that has not started; a later one
- * continues the one whose last request was the longest shorter one.
+ * continues the one whose last request was the longest shorter one. The prompt may be sent as
+ * one text block (a cache breakpoint on it, s14 in the capstone).
  */
 function childOf(request: SentRequest, children: Child[]): Child | undefined {
   const first = request.messages[0];
-  if (first?.role !== "user" || typeof first.content !== "string") return undefined;
-  const same = children.filter((c) => c.prompt === first.content);
+  const [block, more] = typeof first?.content === "string" ? [{ type: "text", text: first.content }] : (first?.content ?? []);
+  if (first?.role !== "user" || more || block?.type !== "text") return undefined;
+  const same = children.filter((c) => c.prompt === block.text);
   const length = request.messages.length;
   const child = length === 1 ? same.find((c) => c.sent === 0) : same.filter((c) => c.sent > 0 && c.sent < length).sort((a, b) => b.sent - a.sent)[0];
   if (child) child.sent = length;

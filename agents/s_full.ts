@@ -1,18 +1,21 @@
 /**
  * s_full.ts - The Capstone
  *
- * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s12 around it.
+ * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s14 around it.
  *
- *   a prompt (or /compact)          system prompt: rules + skills list + memory (s12)
+ *   a prompt (or /compact, /cost)   system prompt: rules + skills list + memory (s12)
  *      |                                    |
  *      v                                    v
  *   +------------------------------------------------------------------------+
  *   | agent-loop (the same text as in s01)                                   |
  *   |   client.messages.create --> client (s11): transcript, micro-compact,  |
- *   |                              auto-compact over COMPACT_THRESHOLD       |
+ *   |                              auto-compact over COMPACT_THRESHOLD;      |
+ *   |                              breakpoints (s14); the parent's reply     |
+ *   |                              streamed (s13); its usage counted (s14)   |
  *   |   runTools --> runTool (s06): look up, validate, approve, execute      |
  *   |     result > 40,000 characters: kept whole in a file (s07)             |
  *   |     todo reminder rides in the last result (s09)                       |
+ *   |   endTurn: the turn's tokens and cost (s14)                            |
  *   +------------------------------------------------------------------------+
  *      |  registry (s06)
  *      v
@@ -27,8 +30,9 @@
  *   s07 large-results, bash, read-file, grep, context      s05 glob, ls, web-fetch,
  *   s08 settings, command-tools, mcp, discovery               web-address, ask-user
  *   s09 todo, reminder     s10 subagent     s11 transcript, micro-compact, auto-compact,
- *   compact-tool, client   s12 skills, memory, knowledge   here: part-one, tools
- * The regions where two mechanisms meet (config, tool, run-tool, end-turn, program) say so.
+ *   compact-tool, client   s12 skills, memory, knowledge   s13 stream
+ *   s14 breakpoints, prices, accounting   here: part-one, tools
+ * The regions where mechanisms meet (config, tool, client, run-tool, end-turn, program) say so.
  * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
  *
  *   npx tsx agents/s_full.ts       (no key: replays the recorded demo)
@@ -50,8 +54,8 @@ import os from "node:os";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import type {
-  ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageParam, TextBlockParam, Tool,
-  ToolResultBlockParam, ToolUseBlock,
+  ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageCreateParamsNonStreaming, MessageParam, RawMessageStreamEvent,
+  TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ErrorObject } from "ajv";
 import { notPublic } from "../lib/machinery/addresses.ts";
@@ -67,9 +71,10 @@ import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { dialectOf, jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
 import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
-import { loadWorkbookEnv, readSettingsFile } from "../lib/runtime/env.ts";
-import { modelClient, type ModelClient } from "../lib/runtime/model.ts";
+import { loadWorkbookEnv } from "../lib/runtime/env.ts";
+import { checkedReply, modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
+import { PERSONAL, readJson, rememberTrusted, SETTINGS_FILE, trustedProject } from "../lib/runtime/settings.ts";
 import { cancellable, terminal } from "../lib/runtime/terminal.ts";
 
 // #region config
@@ -79,13 +84,14 @@ const AUTH_TOKEN = process.env.ANTHROPIC_AUTH_TOKEN || undefined; // a bearer to
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
 const MAX_OUTPUT = 30_000; // characters of a command's stderr kept for its error
+const BASE_URL = process.env.ANTHROPIC_BASE_URL || undefined;
 // The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
-// SDK at the first request, so the program starts at once). With no key the program replays a
-// recorded demo, and the placeholder key it then uses is never sent anywhere. The loop's
-// `client` (region `client`, s11) hands its requests to this one after compacting what they
-// carry; a subagent (s10) calls the same `client`, so its own conversation is kept and
-// compacted the same way.
-const provider = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
+// SDK at the first request, so the program starts at once), which also gives a streamed
+// reply's events as they arrive (s13). With no key the program replays a recorded demo, and
+// the placeholder key it then uses is never sent anywhere. The loop's `client` (region
+// `client`, s11) hands its requests to this one after compacting what they carry; a subagent
+// (s10) calls the same `client`, so its own conversation is kept and compacted the same way.
+const provider = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: BASE_URL });
 // The workspace is the directory the program runs in. It is read at each call rather than
 // stored, so the offline replay and the tests run this same code in a temporary folder; the
 // system prompt is written at each request for the same reason. It is every stage's sentences
@@ -1115,10 +1121,9 @@ function readOptions(value: unknown): string[] {
 // Where tools from outside are configured: .agent/settings.json in the workspace (Qwen Code's
 // keys) and the project's .mcp.json (Claude Code's file: its mcpServers). Each entry is checked
 // against a JSON Schema before anything starts: a typo (`mcpServer`) is named rather than
-// quietly doing nothing, and a broken entry is left out while the others are used.
-const SETTINGS_FILE = ".agent/settings.json";
+// quietly doing nothing, and a broken entry is left out while the others are used. Both files
+// are read by lib/runtime/settings.ts (readJson): only a regular file, of at most 256 KB.
 const MCP_FILE = ".mcp.json";
-const MAX_SETTINGS_BYTES = 256 * 1024; // a settings file is small: a FIFO, a device or a huge file is refused unread
 
 /** One entry of mcpServers: lib's McpEntry (a program over stdio, or an address over HTTP), with `timeout` in milliseconds (to start, and for each call) and `trust`: its tools run without asking. */
 type ServerSettings = McpEntry & { timeout?: number; trust?: boolean };
@@ -1167,27 +1172,6 @@ function readSettings(root: string): { settings: Settings; problems: string[] } 
   return { settings, problems };
 }
 
-/** A settings file's JSON, undefined when there is none; lib/runtime/env.ts reads only a regular file, of at most MAX_SETTINGS_BYTES. */
-function readJson(file: string, name: string): { data?: unknown; problem?: string } {
-  let text: string | undefined;
-  try {
-    text = readSettingsFile(file, MAX_SETTINGS_BYTES);
-    return { data: text === undefined ? undefined : JSON.parse(text) };
-  } catch (error) {
-    const { message } = error as Error;
-    return { problem: text === undefined ? message.replace(file, name) : `${name} is not valid JSON: ${jsonError(text, error as Error)}` };
-  }
-}
-
-/** Where JSON.parse stopped, as a line and a column a person can find. */
-function jsonError(text: string, error: Error): string {
-  const position = Number(/at position (\d+)/.exec(error.message)?.[1]);
-  const reason = error.message.replace(/ in JSON at position \d+.*$/, "");
-  if (!Number.isInteger(position)) return reason;
-  const before = text.slice(0, position).split("\n");
-  return `line ${before.length}, column ${before.at(-1)!.length + 1}: ${reason}`;
-}
-
 /** What is wrong with `data`, each with its place under `at`: `mcpServers.docs.args must be an array`; "" when nothing. */
 function mistakes(schema: object, data: unknown, at = ""): string {
   const check = jsonSchemaValidator().compile(schema); // ajv compiles a schema once, then keeps it
@@ -1209,11 +1193,6 @@ function placedErrors(errors: ErrorObject[], whole: string, at = ""): string {
     })
     .join("; ");
 }
-
-// The person's own settings, in their home, where a project cannot write: the commands and
-// servers of each project they allowed to start, as the entries were when they allowed them.
-const PERSONAL = { file: () => path.join(os.homedir(), SETTINGS_FILE), name: `~/${SETTINGS_FILE}` };
-type Personal = { trustedProjects?: Record<string, Settings> };
 // #endregion settings
 
 // #region command-tools
@@ -1427,9 +1406,9 @@ export async function discoverTools(): Promise<{ tools: string[]; problems: stri
  */
 async function allowedToStart(root: string, settings: Settings, problems: string[]): Promise<Settings> {
   if (!settings.tools && !settings.mcpServers) return settings; // nothing to start
-  const personal = readJson(PERSONAL.file(), PERSONAL.name);
-  if (personal.problem) problems.push(personal.problem);
-  const before = (personal.data as Personal | undefined)?.trustedProjects?.[root] ?? {};
+  // What the person allowed before, kept in their own settings (lib/runtime/settings.ts).
+  const { entries: before, problem } = trustedProject(root) as { entries: Settings; problem?: string };
+  if (problem) problems.push(problem);
   const allowed: Settings = { tools: settings.tools, mcpServers: { ...settings.mcpServers } };
   const asking = new Map<string, () => void>(); // each new entry, and how to leave it out
   if (settings.tools && !isDeepStrictEqual(settings.tools, before.tools)) asking.set(`tools: ${JSON.stringify(settings.tools)}`, () => delete allowed.tools);
@@ -1457,14 +1436,10 @@ async function askToStart(entries: string[]): Promise<string> {
   }
 }
 
-/** Keep the person's yes in their own settings, beside what else is there. */
+/** Keep the person's yes in their own settings, beside what else is there (s17's rules and hooks too). */
 function remember(root: string, settings: Settings, problems: string[]): void {
   try {
-    const { data = {}, problem } = readJson(PERSONAL.file(), PERSONAL.name);
-    if (problem || typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(problem ?? `${PERSONAL.name} is not an object`);
-    const personal = { ...(data as Personal), trustedProjects: { ...(data as Personal).trustedProjects, [root]: settings } };
-    const home = realpathSync(os.homedir());
-    writeAtomically(PERSONAL.file(), `${JSON.stringify(personal, null, 2)}\n`, PERSONAL.name, { root: home, isInside }, { createFolders: true });
+    rememberTrusted(root, { tools: settings.tools, mcpServers: settings.mcpServers });
   } catch (error) {
     problems.push(`not remembered: ${(error as Error).message}`);
   }
@@ -1811,7 +1786,7 @@ async function runChild(description: string, prompt: string, signal: AbortSignal
           { signal }, // Ctrl-C ends a model call under way, and refuses the next one
         );
         spent.calls += 1;
-        spent.input += response.usage?.input_tokens ?? 0;
+        spent.input += inputTokens(response.usage); // s14: input_tokens alone is only what the cache neither read nor wrote
         spent.output += response.usage?.output_tokens ?? 0;
         messages.push({ role: "assistant", content: response.content });
         for (const block of response.content) if (block.type === "text") show(visible(block.text));
@@ -2013,7 +1988,9 @@ async function compact(messages: MessageParam[], why: string, focus?: string): P
     // The loop's system prompt and tools (a request holding tool_use blocks must declare its
     // tools, and an unchanged start can come from the prompt cache), but no tool may be called.
     const request = { model: MODEL, max_tokens: MAX_TOKENS, system: systemPrompt(), tools: TOOLS, tool_choice: { type: "none" as const } };
-    const reply = await provider.messages.create({ ...request, messages: withText(contextFor(conversation, messages), instruction) });
+    // s14: it costs like any request (counted), and its start can be read from the cache (breakpoints).
+    const reply = await provider.messages.create(withBreakpoints({ ...request, messages: withText(contextFor(conversation, messages), instruction) }));
+    addUsage(reply.usage);
     summary = reply.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n").trim();
     if (reply.stop_reason === "max_tokens") throw new Error(`the summary was cut off at ${MAX_TOKENS} tokens`);
     if (reply.stop_reason !== "end_turn" || summary === "") throw new Error("the model wrote no summary");
@@ -2436,8 +2413,8 @@ function mustAsk(tool: AgentTool): boolean {
 
 // #region run-tool
 // s06's nine steps, with what later stages put in them: a large result kept in a file (s07),
-// content with images from outside tools (s08), the todo reminder (s09), and a subagent's
-// lines shown under its label (s10).
+// content with images from outside tools (s08), the todo reminder (s09), a subagent's lines
+// shown under its label (s10), and no second line for a call the stream showed (s13).
 /**
  * The calls of one reply. Calls that only read, side by side, run at the same time: reading
  * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
@@ -2482,8 +2459,8 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
     show(dim(`> ${tool.displayName} ${visible(clip(JSON.stringify(params), 120, "head"))}`));
     return failed(`Error: ${call.name} was not run: ${problem}.`);
   }
-  // 5. Describe, in one line, what is about to happen.
-  show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
+  // 5. Describe, in one line, what is about to happen, unless the stream showed it when the call was whole (s13).
+  if (!shownCalls.delete(call.id)) show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
   try {
     // 6. Confirm: the approval mode, and the person when the mode asks for one.
@@ -2528,27 +2505,359 @@ function showContext(usage: Message["usage"] | undefined): void {
 }
 // #endregion context
 
+// #region stream
+// The loop calls client.messages.create(request) and gets one whole Message, as in every stage.
+// What changes is inside: the request goes out with stream: true, and the reply comes back as
+// events. Each event is shown as it arrives and added to the message being built; when the
+// stream ends, the loop gets that message, the same as the reply sent whole would have been.
+// The client (region `client`) sends the parent's requests this way; a subagent's come whole.
+
+/** A reply while its events arrive. */
+interface Building {
+  /** From message_start on: the message so far. */
+  message?: Message;
+  /** A call's input as its JSON pieces arrived, by block index: parsed only when the block stops. */
+  json: string[];
+  /** Whether block i is complete: its content_block_stop came (and a call's input parsed). */
+  complete: boolean[];
+  /** message_stop came: the reply is whole. */
+  ended: boolean;
+  /** Text on the screen with no line break after it yet, and half a character held back. */
+  openLine: boolean;
+  held: string;
+}
+
+/** Send the request as a stream, show and build the reply as it comes; Ctrl-C stops it. */
+async function streamReply(request: MessageCreateParamsNonStreaming): Promise<Message> {
+  const reply: Building = { json: [], complete: [], ended: false, openLine: false, held: "" };
+  const stop = new AbortController();
+  try {
+    // While the reply streams, Ctrl-C aborts the request (lib/runtime/terminal.ts), as s06's Ctrl-C cancels a tool.
+    await cancellable(() => stop.abort(), async () => {
+      for await (const event of await provider.messages.events(request, { signal: stop.signal })) {
+        if (stop.signal.aborted) break; // not one event more after Ctrl-C, even one already received
+        addEvent(reply, event);
+        showEvent(reply, event);
+      }
+    });
+  } catch (error) {
+    if (!stop.signal.aborted) throw error; // the request failed: the turn ends with the error, as in every stage
+  } finally {
+    if (reply.openLine) process.stdout.write("\n");
+  }
+  return stop.signal.aborted ? whatWasComplete(reply) : wholeReply(reply);
+}
+
+/** One event, added to the reply being built: the whole of assembling a streamed reply. */
+function addEvent(reply: Building, event: RawMessageStreamEvent): void {
+  if (event.type === "message_start") reply.message = { ...event.message, content: [] };
+  const message = reply.message;
+  if (!message) return; // nothing comes before message_start
+  if (event.type === "content_block_start") message.content[event.index] = { ...event.content_block };
+  if (event.type === "content_block_delta") {
+    const { delta, index } = event;
+    const block = message.content[index];
+    if (delta.type === "text_delta" && block?.type === "text") block.text += delta.text;
+    if (delta.type === "input_json_delta") reply.json[index] = (reply.json[index] ?? "") + delta.partial_json;
+    if (delta.type === "thinking_delta" && block?.type === "thinking") block.thinking += delta.thinking;
+    if (delta.type === "signature_delta" && block?.type === "thinking") block.signature = delta.signature;
+    if (delta.type === "citations_delta" && block?.type === "text") block.citations = [...(block.citations ?? []), delta.citation];
+  }
+  if (event.type === "content_block_stop") {
+    const json = reply.json[event.index];
+    // A call's input is whole only now. No pieces: the input is the one its start gave ({}).
+    if (json) {
+      try {
+        (message.content[event.index] as ToolUseBlock).input = JSON.parse(json);
+      } catch {
+        return; // not whole JSON (a reply cut off inside a call): the block stays incomplete
+      }
+    }
+    reply.complete[event.index] = true;
+  }
+  if (event.type === "message_delta") {
+    // The message's last fields (stop_reason, stop_sequence) and its final usage; a null changes nothing.
+    for (const [name, value] of Object.entries(event.delta)) if (value != null) Object.assign(message, { [name]: value });
+    for (const [name, value] of Object.entries(event.usage)) if (value != null) Object.assign(message.usage, { [name]: value });
+  }
+  if (event.type === "message_stop") reply.ended = true;
+}
+
+/** What the person sees, as each event arrives: text at once, a call once its input is whole. */
+function showEvent(reply: Building, event: RawMessageStreamEvent): void {
+  if (event.type === "content_block_delta" && event.delta.type === "text_delta") {
+    // A delta may end inside a character (half of an emoji's UTF-16 pair): that half waits for the next.
+    const text = reply.held + event.delta.text;
+    reply.held = /[\ud800-\udbff]$/.test(text) ? text.slice(-1) : "";
+    process.stdout.write(visible(text.slice(0, text.length - reply.held.length))); // model text: escapes shown, never obeyed
+    reply.openLine ||= text !== "";
+  }
+  if (event.type !== "content_block_stop") return;
+  const block = reply.message?.content[event.index];
+  if (block?.type === "text" && reply.openLine) {
+    process.stdout.write(`${visible(reply.held)}\n`);
+    Object.assign(reply, { openLine: false, held: "" });
+  }
+  if (block?.type === "tool_use" && reply.complete[event.index]) showCall(block);
+}
+
+/** The calls the stream showed: runTool's step 5 prints the others (a subagent's, which are not streamed). */
+const shownCalls = new Set<string>();
+
+/** The line s06's runTool printed at step 5, now printed the moment the call is whole. */
+function showCall(call: ToolUseBlock): void {
+  const tool = registry.getTool(call.name);
+  const params: Params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
+  if (!tool || tool.validateToolParams(params)) return; // runTool shows a call it refuses, and why
+  console.log(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
+  shownCalls.add(call.id);
+}
+
+/** The stream ended by itself: the whole reply, checked as every stage checks a reply (lib/runtime/model.ts). */
+function wholeReply(reply: Building): Message {
+  const { message } = reply;
+  const cutOff = message?.stop_reason === "max_tokens" || message?.stop_reason === "model_context_window_exceeded";
+  const missing = message?.content.findIndex((_, i) => !reply.complete[i]) ?? -1;
+  if (!message || !reply.ended || (missing >= 0 && !cutOff)) {
+    const what = !message ? "no message_start" : !reply.ended ? "no message_stop" : `block ${missing} (${message.content[missing]?.type}) incomplete`;
+    throw new Error(`${BASE_URL || "the Anthropic API"} ended the stream before the reply was whole (${what}); nothing of it was kept`);
+  }
+  // A reply cut off (max_tokens) may end inside a call: that call is dropped, it could not run.
+  // A stream that ended with no stop reason ended all the same: only Ctrl-C leaves it null.
+  const content = message.content.filter((_, i) => reply.complete[i]);
+  return checkedReply({ ...message, content, stop_reason: message.stop_reason ?? "end_turn" }, BASE_URL);
+}
+
+/**
+ * Ctrl-C: keep what was complete. Text cut mid-sentence was shown, but the model never finished
+ * it, so it is dropped; so is a call whose input was still arriving (it could not run, and a
+ * call in the history must get a result). stop_reason null says the reply never ended: endTurn
+ * then answers the complete calls kept with "not run".
+ */
+function whatWasComplete(reply: Building): Message {
+  const kept = (reply.message?.content ?? []).filter((block, i) => reply.complete[i] && !(block.type === "text" && block.text.trim() === ""));
+  if (!reply.message || kept.length === 0) throw new Error("the reply was interrupted (Ctrl-C) before any part of it was complete; nothing of it was kept");
+  return { ...reply.message, content: kept, stop_reason: null };
+}
+// #endregion stream
+
+// #region breakpoints
+// Every request carries the one before it whole, plus a little: the system prompt, the tools,
+// every message so far. The API can keep what it has read (a prompt cache) and read it again
+// for a tenth of the price, but only up to a breakpoint: a block marked with cache_control.
+// The API reads a request in this order: tools, system, messages. A request writes the prefix
+// that ends at each of its breakpoints; a later request that starts with exactly the same
+// blocks reads it back, looking up to 20 blocks before each of its own breakpoints for one.
+const CACHED = { type: "ephemeral" } as const; // 5 minutes, renewed by every read
+// The API takes at most 4 breakpoints in a request; this stage places 3:
+// - the last tool: the tools alone, kept if the system prompt changes;
+// - the system prompt: the tools and the system prompt;
+// - the last block of the newest message: everything, so the next request reads it all.
+
+/** Where a breakpoint may go: the API refuses one on a thinking block, and on an empty text block. */
+const cacheable = (block: ContentBlockParam) =>
+  block.type !== "thinking" && block.type !== "redacted_thinking" && !(block.type === "text" && block.text.trim() === "");
+
+/**
+ * The request with its breakpoints, as a copy: `messages` is the loop's own history, and a
+ * marker left in it would stay there for good, one more with every request, until the API
+ * refuses the fifth.
+ */
+export function withBreakpoints(request: MessageCreateParamsNonStreaming): MessageCreateParamsNonStreaming {
+  const marked = { ...request };
+  const { tools, system, messages } = request;
+  if (tools && tools.length > 0) marked.tools = [...tools.slice(0, -1), { ...tools[tools.length - 1], cache_control: CACHED }];
+  const systemBlocks = typeof system === "string" ? (system ? [{ type: "text" as const, text: system }] : []) : (system ?? []);
+  if (systemBlocks.length > 0) marked.system = [...systemBlocks.slice(0, -1), { ...systemBlocks[systemBlocks.length - 1], cache_control: CACHED }];
+  const newest = messages[messages.length - 1];
+  if (!newest) return marked;
+  const content: ContentBlockParam[] = typeof newest.content === "string" ? [{ type: "text", text: newest.content }] : newest.content;
+  let at = content.length - 1;
+  while (at >= 0 && !cacheable(content[at])) at--;
+  if (at < 0) return marked;
+  const withMark = content.map((block, i) => (i === at ? ({ ...block, cache_control: CACHED } as ContentBlockParam) : block));
+  marked.messages = [...messages.slice(0, -1), { ...newest, content: withMark } as MessageParam];
+  return marked;
+}
+// #endregion breakpoints
+
+// #region prices
+/** US dollars per million tokens. A cache write costs 1.25 times the input price, a read a tenth or less. */
+export interface Price {
+  input: number;
+  output: number;
+  cache_write: number;
+  cache_read: number;
+}
+
+// Anthropic's prices (platform.claude.com/docs/en/about-claude/pricing), as listed on the
+// date below; cache_write is the 5-minute write, the one this stage asks for. Prices change:
+// check the page, and set MODEL_PRICES. Haiku 5.5 is left out, since its price depends on the
+// prompt's length.
+export const PRICES_DATE = "2026-10-24";
+export const PRICES: Record<string, Price> = {
+  "claude-fable-5-1": { input: 10, output: 50, cache_write: 12.5, cache_read: 0.25 },
+  "claude-opus-5-5": { input: 4, output: 20, cache_write: 5, cache_read: 0.2 },
+  "claude-sonnet-5-5": { input: 2, output: 10, cache_write: 2.5, cache_read: 0.1 },
+  "claude-opus-4-6": { input: 5, output: 25, cache_write: 6.25, cache_read: 0.5 },
+  "claude-sonnet-4-6": { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 },
+  "claude-haiku-4-5": { input: 1, output: 5, cache_write: 1.25, cache_read: 0.1 },
+};
+
+const PRICE_KEYS = ["input", "output", "cache_write", "cache_read"] as const;
+/** The most a price may be, in dollars per million tokens: far above any model's, and low enough that a cost stays a number. */
+const MAX_PRICE = 10_000;
+const PRICES_EXAMPLE = `{"my-model":{"input":3,"output":15,"cache_write":3.75,"cache_read":0.3}}`;
+
+/**
+ * MODEL_PRICES, as JSON: `{ "<model>": { input, output, cache_write, cache_read } }`, dollars
+ * per million tokens. Its models are added to the table, or replace a row of it. Read once at
+ * start: anything wrong is one line then, never a surprise mid-session.
+ */
+export function readModelPrices(text: string | undefined): { prices: Record<string, Price>; given: string[]; problem?: string } {
+  if (!text?.trim()) return { prices: PRICES, given: [] };
+  const wrong = (why: string) => ({ prices: PRICES, given: [], problem: `MODEL_PRICES ${why}; give JSON such as ${PRICES_EXAMPLE} (dollars per million tokens)` });
+  let given: unknown;
+  try {
+    given = JSON.parse(text);
+  } catch (error) {
+    return wrong(`is not JSON (${(error as Error).message})`);
+  }
+  if (typeof given !== "object" || given === null || Array.isArray(given)) return wrong("is not a JSON object of models");
+  // No prototype: a model named "__proto__" is a row like any other, not the table's prototype.
+  const prices: Record<string, Price> = Object.assign(Object.create(null), PRICES);
+  for (const [model, price] of Object.entries(given)) {
+    if (typeof price !== "object" || price === null || Array.isArray(price)) return wrong(`gives ${JSON.stringify(model)} no object of prices`);
+    const extra = Object.keys(price).find((key) => !(PRICE_KEYS as readonly string[]).includes(key));
+    if (extra) return wrong(`gives ${JSON.stringify(model)} "${extra}", which is not one of ${PRICE_KEYS.join(", ")}`);
+    const bad = PRICE_KEYS.find((key) => {
+      const value = (price as Record<string, unknown>)[key];
+      return typeof value !== "number" || !(value >= 0 && value <= MAX_PRICE);
+    });
+    if (bad) return wrong(`gives ${JSON.stringify(model)} no "${bad}" from 0 to ${MAX_PRICE.toLocaleString("en-US")}`);
+    prices[model] = price as Price;
+  }
+  return { prices, given: Object.keys(given) };
+}
+
+const modelPrices = readModelPrices(process.env.MODEL_PRICES);
+export const pricesProblem = modelPrices.problem;
+
+/** The row of a model's price: its name, or its name without a date (claude-haiku-4-5-20251001). */
+const rowOf = (model: string) => [model, /^(.+)-\d{8}$/.exec(model)?.[1]].find((name) => name !== undefined && Object.hasOwn(modelPrices.prices, name));
+
+/** The price of a model; undefined when neither the table nor MODEL_PRICES knows it. */
+export const priceOf = (model: string): Price | undefined => {
+  const row = rowOf(model);
+  return row === undefined ? undefined : modelPrices.prices[row];
+};
+
+/** Where a model's price comes from, in words. */
+const priceSource = (model: string) => (modelPrices.given.includes(rowOf(model) ?? "") ? "from MODEL_PRICES" : `as of ${PRICES_DATE}`);
+// #endregion prices
+
+// #region accounting
+/** Tokens as the API counts them in a reply's usage: input is what neither came from nor went to the cache. */
+export interface Tally {
+  requests: number;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+const noTokens = (): Tally => ({ requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 });
+// Named for what they count: s12's `session` (region `knowledge`) is the skills and memory read.
+let sessionTokens = noTokens();
+let turnTokens = noTokens();
+
+/** A count from a reply: a provider that leaves one out, or sends one that is no count, adds nothing. */
+const tokens = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
+
+function addUsage(usage: Message["usage"] | undefined): void {
+  for (const tally of [sessionTokens, turnTokens]) {
+    tally.requests += 1;
+    tally.input += tokens(usage?.input_tokens);
+    tally.output += tokens(usage?.output_tokens);
+    tally.cacheRead += tokens(usage?.cache_read_input_tokens);
+    tally.cacheWrite += tokens(usage?.cache_creation_input_tokens);
+  }
+}
+
+/** US dollars for a tally at a price; `cached: false` is what the same tokens cost with no cache at all. */
+export function costOf(tally: Tally, price: Price, { cached = true } = {}): number {
+  const read = cached ? price.cache_read : price.input;
+  const write = cached ? price.cache_write : price.input;
+  return (tally.input * price.input + tally.cacheRead * read + tally.cacheWrite * write + tally.output * price.output) / 1e6;
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
+const dollars = (amount: number) => `$${amount < 1 ? amount.toFixed(4) : amount.toFixed(2)}`;
+const tokenLine = (tally: Tally) => `${count(tally.input)} in, ${count(tally.output)} out, ${count(tally.cacheRead)} cache read, ${count(tally.cacheWrite)} cache write`;
+
+/** The line at the end of a turn: its tokens, and its cost when the model's price is known. */
+function turnLine(): string {
+  const price = priceOf(MODEL);
+  return `[this turn: ${tokenLine(turnTokens)}${price ? `; ${dollars(costOf(turnTokens, price))}` : ""}]`;
+}
+
+/** `/cost` at the prompt: the session's totals, their cost, and what the cache saved. */
+function costCommand(): void {
+  const { requests } = sessionTokens;
+  if (requests === 0) return console.log("[no requests yet in this session]");
+  const price = priceOf(MODEL);
+  console.log(`Session: ${requests} request${requests === 1 ? "" : "s"} to ${MODEL}; ${tokenLine(sessionTokens)}.`);
+  if (!price) return console.log(`No price is known for ${MODEL}: set MODEL_PRICES, e.g. ${PRICES_EXAMPLE.replace("my-model", MODEL)}`);
+  const [cached, uncached] = [costOf(sessionTokens, price), costOf(sessionTokens, price, { cached: false })];
+  const saved = uncached > 0 ? Math.round((1 - cached / uncached) * 100) : 0;
+  console.log(`Cost: ${dollars(cached)}; without the cache ${dollars(uncached)} (${saved >= 0 ? `${saved}% saved` : `${-saved}% more: writes not read back yet`}).`);
+  console.log(dim(`Prices of ${MODEL} per million tokens (${priceSource(MODEL)}): input $${price.input}, output $${price.output}, cache write $${price.cache_write}, cache read $${price.cache_read}.`));
+}
+
+/** A new session starts at zero: the offline replay calls this (through prepareReplay) before its first prompt. */
+function resetTokens(): void {
+  sessionTokens = noTokens();
+  turnTokens = noTokens();
+}
+
+/** The session's totals so far, for tests. */
+export const sessionTally = (): Readonly<Tally> => ({ ...sessionTokens });
+// #endregion accounting
+
 // #region client
 /**
  * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
  * returns the model's reply, like the SDK's. In between, in this order: the transcript, a
- * compaction when one is due, the request with the smaller view of the conversation, and the
- * reply into the transcript.
+ * compaction when one is due, the request with the smaller view of the conversation and its
+ * breakpoints, the reply (streamed for the parent), its usage counted, and the reply into the
+ * transcript. A subagent (s10) calls this client too, with a conversation of its own.
  */
 const client: ModelClient = {
   messages: {
     async create(request, options) {
       const { messages } = request;
       const conversation = conversationOf(messages);
+      const child = childRun.getStore();
       saveTranscript(conversation, messages);
+      // s14: the person's words start a turn; tool results (or a paused turn) carry one on. A
+      // subagent's prompt is no one's words: its requests belong to the parent's turn.
+      const newest = messages[messages.length - 1];
+      const carriesOn = newest?.role === "assistant" || (Array.isArray(newest?.content) && newest.content.some((block) => block.type === "tool_result"));
+      if (!carriesOn && !child) turnTokens = noTokens();
       // Only the parent has compact: what it asked for applies to its own conversation, never to a
       // subagent's request that happens to come first (a task in the same reply).
-      const asked = childRun.getStore() ? undefined : compactionAsked;
+      const asked = child ? undefined : compactionAsked;
       if (asked) compactionAsked = undefined;
       const used = conversation.contextTokens;
       if (asked) await compact(messages, "the model asked for it", asked.focus);
       else if (used > Math.max(compactThreshold, conversation.retryAt)) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
-      const response = await provider.messages.create({ ...request, messages: contextFor(conversation, messages) }, options);
+      // s14: breakpoints on what is sent, the view after micro-compaction, a copy. Put in `messages`,
+      // they would stay in the history and pile up; put in before contextFor, they would be lost.
+      const sent = withBreakpoints({ ...request, messages: contextFor(conversation, messages) });
+      // s13: the parent's reply streams to the screen. A subagent's comes whole: its lines are
+      // shown labelled (show), up to four run at once, and Ctrl-C ends its call through `options`.
+      const response = child ? await provider.messages.create(sent, options) : await streamReply(sent);
+      addUsage(response.usage); // s14: the session's tally and the turn's
       conversation.contextTokens = inputTokens(response.usage);
       // The reply, as the loop's next message: the one that ends a session goes out in no request.
       saveTranscript(conversation, [...messages, { role: "assistant", content: response.content }]);
@@ -2580,31 +2889,31 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
+  // s13: the text is on the screen already, shown as it streamed (showEvent): nothing twice.
   showContext(response.usage); // s07: how full the context is, after every reply
 }
 
-/** The model stopped asking for tools. Say so when the reason is not a normal ending. */
+/** The model stopped asking for tools, or was stopped. Say so when the reason is not a normal ending. */
 function endTurn(response: Message, messages: MessageParam[]): void | Promise<void> {
   // A server tool (web search, code execution) still at work: the turn goes on when it is sent back as it is.
   if (response.stop_reason === "pause_turn") return agentLoop(messages);
   countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)
+  console.log(dim(turnLine())); // s14: what this turn used, and cost
   if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
   const cutOff = { max_tokens: `at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS`, model_context_window_exceeded: "because the context window is full: start a new session" };
-  if (response.stop_reason !== "max_tokens" && response.stop_reason !== "model_context_window_exceeded") return;
-  console.log(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
-  // A tool call cut off mid-way cannot run, but it needs an answer, or the next request is refused.
+  let why: string;
+  if (response.stop_reason === null) {
+    // s13: Ctrl-C stopped the reply, which never ended; what was complete is in the history.
+    console.log("[the reply was interrupted (Ctrl-C); what was complete of it is kept]");
+    why = "Not run: the person interrupted your reply (Ctrl-C) before this call could run.";
+  } else if (response.stop_reason === "max_tokens" || response.stop_reason === "model_context_window_exceeded") {
+    console.log(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
+    why = `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`;
+  } else return;
+  // A call that did not run still needs an answer, or the next request is refused.
   const calls = response.content.filter((block) => block.type === "tool_use");
   if (calls.length === 0) return;
-  messages.push({
-    role: "user",
-    content: calls.map((call) => ({
-      type: "tool_result" as const,
-      tool_use_id: call.id,
-      is_error: true,
-      content: `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`,
-    })),
-  });
+  messages.push({ role: "user", content: calls.map((call) => ({ type: "tool_result" as const, tool_use_id: call.id, is_error: true, content: why })) });
   saveTranscript(conversationOf(messages), messages); // s11: the turn ends, so no request will carry these
 }
 // #endregion end-turn
@@ -2616,8 +2925,8 @@ const thresholdProblem = COMPACT_THRESHOLD ? undefined : `COMPACT_THRESHOLD "${r
 /**
  * Before a replay, what each stage did before its own: names resolve from the scenario's
  * `hosts` (s04/s05), the plan is empty (s09), the threshold is the scenario's (s11), the
- * skills and memory are read afresh (s12), and the tools in the scenario's settings are
- * discovered (s08; a scenario with no settings discovers none).
+ * skills and memory are read afresh (s12), the token tallies start at zero (s14), and the
+ * tools in the scenario's settings are discovered (s08; a scenario with no settings discovers none).
  */
 export async function prepareReplay(scenario: Scenario & { compactThreshold?: number }): Promise<void> {
   useResolver(resolverFrom(scenario.hosts));
@@ -2627,6 +2936,7 @@ export async function prepareReplay(scenario: Scenario & { compactThreshold?: nu
   if (threshold === undefined) throw new Error(`the scenario's compactThreshold (${given}) is not a whole number of at least 1000`);
   compactThreshold = threshold;
   newKnowledgeSession();
+  resetTokens();
   await discoverTools();
 }
 
@@ -2639,16 +2949,18 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
       hasKey: Boolean(API_KEY || AUTH_TOKEN),
       args,
       options: ["--approval-mode"],
-      settingsProblem: modeProblem ?? thresholdProblem,
+      settingsProblem: modeProblem ?? thresholdProblem ?? pricesProblem,
       help: [
         "  --approval-mode <mode>  default (ask before edits and commands), auto-edit (ask before commands), yolo (never ask), plan (read only); or APPROVAL_MODE",
         "  --list-tools            list the tools this folder's .agent/settings.json and .mcp.json bring, and where each comes from",
         `  COMPACT_THRESHOLD       input tokens after which the conversation is summarised (default ${DEFAULT_THRESHOLD})`,
+        `  MODEL_PRICES            prices in dollars per million tokens, as JSON: ${PRICES_EXAMPLE}`,
+        `                          (the table in agents/s_full.ts, as of ${PRICES_DATE}, knows ${Object.keys(PRICES).join(", ")})`,
       ],
       prepareReplay,
       prepareSession: async () => void (await discoverTools()),
       commands: { "--list-tools": listTools },
-      slashCommands: { "/compact": compactCommand },
+      slashCommands: { "/compact": compactCommand, "/cost": costCommand },
     });
   } finally {
     // A program ends in process.exit, where the exit handlers end every server; a caller
