@@ -122,6 +122,8 @@ export const PRICES: Record<string, Price> = {
 };
 
 const PRICE_KEYS = ["input", "output", "cache_write", "cache_read"] as const;
+/** The most a price may be, in dollars per million tokens: far above any model's, and low enough that a cost stays a number. */
+const MAX_PRICE = 10_000;
 const PRICES_EXAMPLE = `{"my-model":{"input":3,"output":15,"cache_write":3.75,"cache_read":0.3}}`;
 
 /**
@@ -139,16 +141,17 @@ export function readModelPrices(text: string | undefined): { prices: Record<stri
     return wrong(`is not JSON (${(error as Error).message})`);
   }
   if (typeof given !== "object" || given === null || Array.isArray(given)) return wrong("is not a JSON object of models");
-  const prices: Record<string, Price> = { ...PRICES };
+  // No prototype: a model named "__proto__" is a row like any other, not the table's prototype.
+  const prices: Record<string, Price> = Object.assign(Object.create(null), PRICES);
   for (const [model, price] of Object.entries(given)) {
     if (typeof price !== "object" || price === null || Array.isArray(price)) return wrong(`gives ${JSON.stringify(model)} no object of prices`);
     const extra = Object.keys(price).find((key) => !(PRICE_KEYS as readonly string[]).includes(key));
     if (extra) return wrong(`gives ${JSON.stringify(model)} "${extra}", which is not one of ${PRICE_KEYS.join(", ")}`);
     const bad = PRICE_KEYS.find((key) => {
       const value = (price as Record<string, unknown>)[key];
-      return typeof value !== "number" || !Number.isFinite(value) || value < 0;
+      return typeof value !== "number" || !(value >= 0 && value <= MAX_PRICE);
     });
-    if (bad) return wrong(`gives ${JSON.stringify(model)} no "${bad}" of at least 0`);
+    if (bad) return wrong(`gives ${JSON.stringify(model)} no "${bad}" from 0 to ${MAX_PRICE.toLocaleString("en-US")}`);
     prices[model] = price as Price;
   }
   return { prices, given: Object.keys(given) };

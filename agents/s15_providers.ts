@@ -115,7 +115,9 @@ function toChatMessages(message: MessageParam): ChatMessage[] {
     const calls = blocks.flatMap((block): ChatToolCall[] =>
       block.type === "tool_use" ? [{ id: block.id, type: "function", function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } }] : [],
     );
-    return [{ role: "assistant", content: text || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
+    // With no text and no calls (only thinking), the note stands in: OpenAI refuses a null content there.
+    const content = text || (calls.length > 0 ? null : blocks.map((block) => leftOut(block.type)).join("\n\n"));
+    return [{ role: "assistant", content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
   }
   // The results first, each a message of its own, in the order of the calls they answer (the
   // API wants them right after the assistant's tool_calls); then the person's text, if any.
@@ -154,9 +156,12 @@ export function fromChatReply(reply: ChatReply): Message {
   const { message, finish_reason } = reply.choices[0];
   const content: ContentBlock[] = [];
   if (message.content) content.push({ type: "text", text: message.content } as ContentBlock);
+  const ids = new Set<string>();
   for (const call of message.tool_calls ?? []) {
-    // The provider's id, so the results answer what it asked; one of our own if it gave none (a result needs one).
-    const id = call.id || `call_unnamed_${++unnamedCalls}`;
+    // The provider's id, so the results answer what it asked; one of our own if it gave none, or
+    // none that is text, or one already used: each result answers one call, and OpenAI wants ids as text.
+    const id = typeof call.id === "string" && call.id !== "" && !ids.has(call.id) ? call.id : `call_unnamed_${++unnamedCalls}`;
+    ids.add(id);
     content.push({ type: "tool_use", id, name: call.function?.name ?? "", input: argumentsOf(call) } as ContentBlock);
   }
   // OpenAI counts cached tokens inside prompt_tokens; the Messages API counts them apart.

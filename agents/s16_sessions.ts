@@ -27,7 +27,7 @@
  *   npx tsx agents/s16_sessions.ts --continue     npx tsx agents/s16_sessions.ts --resume
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, ContentBlockParam, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { dim, firstLines, indent, visible } from "../lib/machinery/display.ts";
@@ -38,7 +38,7 @@ import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { modelClient } from "../lib/runtime/model.ts";
 import { isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
 import { cancellable } from "../lib/runtime/terminal.ts";
-import { APPROVAL_HELP, approve, followLinks, isInside, MAX_OUTPUT, modeProblem, registry, TOOLS, workspace } from "./s06_tool_registry.ts";
+import { APPROVAL_HELP, approve, followLinks, MAX_OUTPUT, modeProblem, registry, TOOLS, workspace } from "./s06_tool_registry.ts";
 
 // This stage adds no tool: the model sees s06's, from s06's registry.
 export { registry, TOOLS };
@@ -62,6 +62,7 @@ const systemPrompt = () =>
 // The sessions of a workspace, one file each, in the agent's own folder (which searches leave out).
 const SESSIONS = ".agent/sessions";
 const LIST_LIMIT = 20; // sessions `--resume` lists, newest first
+const NOTES_SHOWN = 10; // repairs listed one by one when a session is resumed; the rest are counted
 // #endregion config
 
 // #region session-log
@@ -81,15 +82,17 @@ export class SessionLog extends Array<MessageParam> {
   readonly #root: string;
   #id: string | undefined;
   #written = 0; // how many messages of this array are in the file
+  #size = 0; // the file's size after this program's last write there
   #problem: string | undefined; // why the last write failed, said to the person once
 
-  /** A new session (its file is made with its first message), or a resumed one: its id and the history its file gives. */
-  constructor(root: string, resumed?: { id: string; messages: MessageParam[] }) {
+  /** A new session (its file is made with its first message), or a resumed one: its id, the history its file gives, the file's size. */
+  constructor(root: string, resumed?: { id: string; messages: MessageParam[]; size: number }) {
     super();
     this.#root = root;
     this.#id = resumed?.id;
     for (const message of resumed?.messages ?? []) super.push(message); // in the file already
     this.#written = this.length;
+    this.#size = resumed?.size ?? 0;
   }
 
   get id(): string | undefined {
@@ -101,7 +104,7 @@ export class SessionLog extends Array<MessageParam> {
     // in order, so the file never has a gap: it only ever lacks its newest messages.
     const unwritten = [...this.slice(this.#written), ...messages];
     try {
-      appendLines(this.#file(), unwritten.map((message) => `${JSON.stringify(message)}\n`).join(""));
+      this.#append(unwritten.map((message) => `${JSON.stringify(message)}\n`).join(""));
       this.#written = this.length + messages.length;
       this.#problem = undefined;
     } catch (error) {
@@ -112,22 +115,31 @@ export class SessionLog extends Array<MessageParam> {
     return super.push(...messages);
   }
 
-  /** The session's file; a new session's is made at its first message, with a header line, under a new id. */
-  #file(): string {
+  /** Append whole lines to the session's file; a new session's file is made at its first message. */
+  #append(lines: string): void {
+    const old = this.#id;
+    const size = old === undefined ? undefined : appendLines(path.join(sessionsFolder(this.#root, { create: true }), `${old}.jsonl`), lines, this.#size);
+    if (size !== undefined) return void (this.#size = size);
+    // Not as this program left it: lines appended now would tangle with another program's (the
+    // same session resumed twice) or with half a line. A new file takes the whole history.
+    this.#newFile(this.slice(0, this.#written).map((message) => `${JSON.stringify(message)}\n`).join("") + lines);
+    if (old) console.log(`[warning] ${SESSIONS}/${old}.jsonl is not as this program left it (another program wrote to it, a write was cut short, or it was removed): the session goes on in ${SESSIONS}/${this.#id}.jsonl, whole`);
+  }
+
+  /** A new session's file, under a new id: its header line, then `lines`, in one write. */
+  #newFile(lines: string): void {
     const folder = sessionsFolder(this.#root, { create: true });
-    if (this.#id) return path.join(folder, `${this.#id}.jsonl`);
     for (let tries = 1; ; tries++) {
       const id = newSessionId();
       const header = { session: id, version: 1, started: new Date().toISOString() };
       try {
-        appendLines(path.join(folder, `${id}.jsonl`), `${JSON.stringify(header)}\n`, { create: true });
+        this.#size = appendLines(path.join(folder, `${id}.jsonl`), `${JSON.stringify(header)}\n${lines}`, "new")!;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "EEXIST" && tries < 5) continue; // the same second, the same six digits
         throw error;
       }
       this.#id = id;
-      console.log(dim(`[session ${id}: each message is saved to ${SESSIONS}/${id}.jsonl as it comes; --continue resumes it]`));
-      return path.join(folder, `${id}.jsonl`);
+      return console.log(dim(`[session ${id}: each message is saved to ${SESSIONS}/${id}.jsonl as it comes; --continue resumes it]`));
     }
   }
 }
@@ -140,35 +152,40 @@ export function newSessionId(now = new Date()): string {
 const SESSION_ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
 
 /**
- * Append `text` (whole lines) with one write, then fsync. O_APPEND puts every write at the end
- * of the file; O_NOFOLLOW refuses a link put in the file's place; 0o600: a session holds what
- * the agent read, so only its owner reads it. fsync: a program that is killed loses nothing
- * written anyway, but a machine that loses power keeps only what reached the disk.
+ * Append `text` (whole lines) with one write, then fsync, and return the file's new size; or
+ * write nothing and return undefined when the file is gone or is not `size` bytes long, as this
+ * program left it ("new": make it). O_APPEND puts every write at the end of the file;
+ * O_NOFOLLOW refuses a link put in the file's place; 0o600: a session holds what the agent
+ * read, so only its owner reads it. fsync: a program that is killed loses nothing written
+ * anyway, but a machine that loses power keeps only what reached the disk.
  */
-function appendLines(file: string, text: string, { create = false } = {}): void {
-  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | (create ? constants.O_CREAT | constants.O_EXCL : 0);
+function appendLines(file: string, text: string, size: number | "new"): number | undefined {
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | (size === "new" ? constants.O_CREAT | constants.O_EXCL : 0);
+  if (size !== "new" && !existsSync(file)) return undefined;
   const fd = openSync(file, flags, 0o600);
   try {
+    if (size !== "new" && fstatSync(fd).size !== size) return undefined;
     writeFileSync(fd, text);
     fsyncSync(fd);
+    return (size === "new" ? 0 : size) + Buffer.byteLength(text);
   } finally {
     closeSync(fd);
   }
 }
 
 /**
- * The workspace's sessions folder, checked at every use: a link that leads out of the workspace
- * is refused. When it is made, it gets a .gitignore of `*` (the agent's notes are not the
- * project's files), and only .agent and .agent/sessions are made: never a workspace that is gone.
+ * The workspace's sessions folder, checked at every use: a link, out of the workspace or to
+ * another of its folders, would let the project choose where the sessions go, and is refused.
+ * It gets a .gitignore of `*` (the agent's notes are not the project's files; "wx": never
+ * through a link), and only .agent and .agent/sessions are made: never a workspace that is gone.
  */
 function sessionsFolder(root: string, { create = false } = {}): string {
   const folder = path.join(root, SESSIONS);
-  if (!isInside(root, followLinks(folder, SESSIONS))) throw new Error(`${SESSIONS} leads outside the workspace through a symlink`);
-  if (create && !existsSync(folder)) {
-    if (!existsSync(path.dirname(folder))) mkdirSync(path.dirname(folder));
-    mkdirSync(folder);
-    writeFileSync(path.join(folder, ".gitignore"), "*\n");
-  }
+  if (followLinks(folder, SESSIONS) !== folder) throw new Error(`${SESSIONS} is a symlink: sessions are kept only in the workspace's own ${SESSIONS}/`);
+  if (create && !existsSync(path.dirname(folder))) mkdirSync(path.dirname(folder));
+  if (create && !existsSync(folder)) mkdirSync(folder);
+  const ignore = path.join(folder, ".gitignore");
+  if (create && !lstatSync(ignore, { throwIfNoEntry: false })) writeFileSync(ignore, "*\n", { flag: "wx" });
   return folder;
 }
 // #endregion session-log
@@ -221,8 +238,9 @@ export function startHistory(args: string[] = []): SessionLog {
     }
     console.log(`[warning] line ${session.cut.line} (${session.cut.bytes} bytes) was cut short when the program ended: it is left out`);
   }
-  for (const note of notes) console.log(`[repaired] ${note}`);
-  return new SessionLog(root, { id, messages });
+  for (const note of notes.slice(0, NOTES_SHOWN)) console.log(`[repaired] ${note}`);
+  if (notes.length > NOTES_SHOWN) console.log(`[repaired] ... and ${notes.length - NOTES_SHOWN} more like these`);
+  return new SessionLog(root, { id, messages, size: session.whole });
 }
 
 /**
@@ -264,10 +282,13 @@ function isMessage(value: unknown): value is MessageParam {
   if (role !== "user" && role !== "assistant") return false;
   if (typeof content === "string") return true;
   if (!Array.isArray(content)) return false;
+  // The fields the repair and the API rely on, so a hand-edited block is refused here, by line.
   return content.every((block) => {
     if (typeof block?.type !== "string") return false;
-    if (block.type === "tool_use") return typeof block.id === "string" && typeof block.name === "string";
-    return block.type !== "tool_result" || typeof block.tool_use_id === "string";
+    if (block.type === "text") return typeof block.text === "string";
+    if (block.type === "tool_use") return typeof block.id === "string" && typeof block.name === "string" && typeof block.input === "object" && block.input !== null;
+    const results = block.content === undefined || typeof block.content === "string" || Array.isArray(block.content);
+    return block.type !== "tool_result" || (typeof block.tool_use_id === "string" && results);
   });
 }
 

@@ -128,7 +128,8 @@ export function parseRule(text: string): Omit<Rule, "at"> | string {
  * rule, and only for a command line read whole. undefined: no rule decides.
  */
 export function ruleFor(tool: string, params: Params): { list: List; rule: Rule } | undefined {
-  const of = (list: List) => rules[list].filter((rule) => rule.tool === tool);
+  // An edit reads its file first, and its errors tell whether a text is in it: what read_file may not read, edit_file may not edit.
+  const of = (list: List) => rules[list].filter((rule) => rule.tool === tool || (list === "deny" && rule.tool === "read_file" && tool === "edit_file"));
   const anyPart = subjectsOf(tool, params, true) ?? [];
   for (const list of ["deny", "ask"] as const) {
     const rule = of(list).find((rule) => !rule.matches || anyPart.some((subject) => rule.matches!(subject, true)));
@@ -187,11 +188,12 @@ const KEYWORDS = new Set(["!", "if", "then", "elif", "else", "while", "until", "
 
 /**
  * For deny and ask: the pieces between any of ; & | ( ) ` < > { } and line breaks, in quotes
- * too, with quotes and escapes dropped and a keyword or VAR=value in front skipped. More than
- * bash would run, never less: a deny rule matches `echo $(rm x)`, `FOO=1 rm x`, `"rm" x`.
+ * too, with $VAR read as a blank (rm${IFS}x), quotes and escapes dropped and a keyword or
+ * VAR=value in front skipped. More than bash would run, never less: a deny rule matches
+ * `echo $(rm x)`, `FOO=1 rm x`, `"rm" x`.
  */
 export function roughCommands(command: string): string[][] {
-  const commands = command.split(/[;&|\n()`<>{}]/).map((piece) => piece.replace(/\\(.)/g, "$1").replace(/['"]/g, "").split(/\s+/).filter(Boolean));
+  const commands = command.replace(/\$\{?\w*\}?/g, " ").split(/[;&|\n()`<>{}]/).map((piece) => piece.replace(/\\(.)/g, "$1").replace(/['"]/g, "").split(/\s+/).filter(Boolean));
   for (const words of commands) while (words.length > 0 && (KEYWORDS.has(words[0]) || /^[A-Za-z_]\w*=/.test(words[0]))) words.shift();
   return commands.filter((words) => words.length > 0);
 }
@@ -268,7 +270,8 @@ export async function loadSettings(): Promise<string[]> {
   const trusted = brings ? await trustProject(root, project, problems) : project; // only allow rules and hooks need trust
   rules = { deny: [...person.rules.deny, ...project.rules.deny], ask: [...person.rules.ask, ...project.rules.ask], allow: [...person.rules.allow, ...trusted.rules.allow] };
   hooks = Object.fromEntries(HOOK_EVENTS.map((event) => [event, [...person.hooks[event], ...trusted.hooks[event]]])) as Found["hooks"];
-  for (const problem of problems) console.log(`[settings] ${visible(problem)}`);
+  for (const problem of problems.slice(0, 20)) console.log(`[settings] ${visible(clip(problem, 1000, "head"))}`); // 256 KB hold 40,000 broken rules: 20 tell what is wrong
+  if (problems.length > 20) console.log(`[settings] ... and ${problems.length - 20} more problems like these (all of them: in the settings files as written)`);
   return problems;
 }
 

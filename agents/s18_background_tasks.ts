@@ -125,7 +125,7 @@ function taskEnded(task: Task, status: string): void {
 function taskOf(id: string): Task {
   const task = tasks.find((candidate) => candidate.id === id);
   if (task) return task;
-  const number = Number(/^bg_(\d+)$/.exec(id)?.[1]);
+  const number = Number(/^bg_([1-9]\d*)$/.exec(id)?.[1]); // as bash wrote it: bg_03 is no id
   if (number >= 1 && number <= tasksStarted) throw new Error(`${id} ended long ago and is forgotten: only the last ${TASK_LIMITS.finishedKept} finished tasks are kept`);
   const known = tasks.map((other) => `${other.id} (${other.status})`).join(", ");
   throw new Error(`there is no task ${JSON.stringify(id)}. ${known ? `The tasks: ${known}.` : "No background task has been started."}`);
@@ -470,8 +470,10 @@ export async function turnWithNotices(messages: MessageParam[]): Promise<void> {
   return agentLoop(messages);
 }
 
-export const main = (args = process.argv.slice(2)) =>
-  runAsMain({
+export const main = (args = process.argv.slice(2)) => {
+  // lib's exit handler ends every task; the model may have said one runs on, so the person hears which did.
+  process.once("exit", () => running().forEach((task) => console.log(`[${named(task)} was still running: it ends with the program]`)));
+  return runAsMain({
     stage: "s18",
     title: "Background Tasks",
     agentLoop: turnWithNotices,
@@ -482,6 +484,7 @@ export const main = (args = process.argv.slice(2)) =>
     settingsProblem: modeProblem,
     help: [APPROVAL_HELP],
   });
+};
 
 if (isMain(import.meta.url)) await main();
 // #endregion program

@@ -31,7 +31,7 @@
  *   s08 settings, command-tools, mcp, discovery               web-address, ask-user
  *   s09 todo, reminder     s10 subagent     s11 transcript, micro-compact, auto-compact,
  *   compact-tool, client   s12 skills, memory, knowledge   s13 stream
- *   s14 breakpoints, prices, accounting   here: part-one, tools
+ *   s14 breakpoints, prices, accounting   s16 session-log, resume, repair   here: part-one, tools
  * The regions where mechanisms meet (config, tool, client, run-tool, end-turn, program) say so.
  * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
  *
@@ -43,7 +43,7 @@ import { EventEmitter, once } from "node:events";
 import { randomBytes } from "node:crypto";
 import dns from "node:dns";
 import {
-  appendFileSync, closeSync, existsSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
   realpathSync, statSync, writeFileSync, writeSync,
 } from "node:fs";
 import http from "node:http";
@@ -52,6 +52,7 @@ import { createRequire } from "node:module";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
 import type {
   ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageCreateParamsNonStreaming, MessageParam, RawMessageStreamEvent,
@@ -65,11 +66,11 @@ import { clip, cutMarker, HeadAndTail } from "../lib/machinery/head-and-tail.ts"
 import { htmlToText } from "../lib/machinery/html-to-text.ts";
 import { decode, describeBinary, readBody } from "../lib/machinery/http-body.ts";
 import { McpConnection, type CallLimits, type McpEntry } from "../lib/machinery/mcp.ts";
-import { runCommand } from "../lib/machinery/processes.ts";
+import { runCommand, type OutputSink } from "../lib/machinery/processes.ts";
 import { MAX_FILE_BYTES, PAGE_REACH, readPage, readText, textForDiff } from "../lib/machinery/safe-read.ts";
 import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { dialectOf, jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
-import { byName, findFiles, unreadableNote } from "../lib/machinery/walk.ts";
+import { byName, findFiles, globMatcher, unreadableNote } from "../lib/machinery/walk.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { checkedReply, modelClient, type ModelClient } from "../lib/runtime/model.ts";
@@ -104,10 +105,12 @@ const systemPrompt = () =>
   `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make. ` +
   `For work of three steps or more, write the plan first with todo_write; keep one item in_progress, and send the list again as soon as an item is done. ` +
   `For a side task that takes much reading (surveying a folder, finding where something is done), call task: a subagent does it in a fresh context and only its answer comes back. ` +
-  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .agent/transcripts/. ` +
+  `For a slow command (a build, a long test run, a server), set run_in_background on bash and go on with other work: you are told when it ends, so do not wait or poll for it. ` +
+  `Old tool results are cleared from what you see, and a long conversation is replaced by a summary; every message stays in .agent/sessions/. ` +
   `Call compact when a large piece of work is done and its details are no longer needed. ` +
   `Before a task that one of the skills below covers, load it with load_skill and follow it. When the person tells you something worth knowing in later sessions ` +
-  `(a command, a convention, a preference), keep it with save_memory, one short fact per call.` +
+  `(a command, a convention, a preference), keep it with save_memory, one short fact per call. ` +
+  `The conversation is saved as it goes and may be resumed later: a call whose result says it was interrupted may or may not have run, so look before doing it again.` +
   knowledge();
 // How careful to be, from `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
 const APPROVAL_MODES = ["default", "auto-edit", "yolo", "plan"] as const;
@@ -120,6 +123,10 @@ const DEFAULT_THRESHOLD = 160_000;
 const asThreshold = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1000 ? Number(text) : undefined);
 const requestedThreshold = (process.env.COMPACT_THRESHOLD || String(DEFAULT_THRESHOLD)).trim();
 const COMPACT_THRESHOLD = asThreshold(requestedThreshold);
+// The sessions of a workspace, one file each, in the agent's own folder (which searches leave out).
+const SESSIONS = ".agent/sessions";
+const LIST_LIMIT = 20; // sessions `--resume` lists, newest first
+const NOTES_SHOWN = 10; // repairs listed one by one when a session is resumed; the rest are counted
 // #endregion config
 
 // #region tool
@@ -396,7 +403,148 @@ function resultFor(callId: string, text: string): string {
 }
 // #endregion large-results
 
+// #region background
+// bash waits for its command's end, and the agent with it: a five-minute build is five
+// minutes of nothing. A command run in the background is a task instead. bash answers at once
+// with the task's id, the command runs on in its own process group (lib/machinery/processes.ts,
+// as every command does), and what it prints is kept as it arrives, for the model to read
+// when it wants. Each limit below is a bound on what the agent holds or leaves running.
+export const TASK_LIMITS = {
+  running: 8, // tasks at once: the ninth is refused, naming the eight
+  timeLimitMs: 10 * 60_000, // a forgotten server or a hung build ends by itself
+  finishedKept: 20, // finished tasks the agent still answers for; older ones are forgotten
+  noticeLines: 5, // the last lines a notice quotes
+};
+
+interface Task {
+  id: string;
+  command: string;
+  startedAt: number;
+  /** "running", then "exit code 0", "ended by the time limit (600 s)", "ended by kill_task", ... */
+  status: string;
+  output: TaskOutput;
+  /** Ends the command and everything it started, even after the shell has exited (from runCommand). */
+  end: () => void;
+  killed: boolean;
+  /** Settles once the status is final. */
+  ended: Promise<void>;
+}
+
+let tasks: Task[] = [];
+let tasksStarted = 0;
+const running = () => tasks.filter((task) => task.status === "running");
+const named = (task: Task) => `${task.id} (${clip(task.command.replace(/\s+/g, " "), 60, "head")})`;
+
+/** Start `command` as a task and return at once; the ninth while eight run is refused, naming them. */
+export function startTask(command: string, timeLimitMs = TASK_LIMITS.timeLimitMs): Task {
+  const busy = running();
+  if (busy.length >= TASK_LIMITS.running) {
+    throw new Error(`${busy.length} background tasks are running, the most at once: ${busy.map(named).join(", ")}. Read them with bash_output, wait for one to end, or end one with kill_task.`);
+  }
+  const task: Task = { id: `bg_${++tasksStarted}`, command, startedAt: Date.now(), status: "running", output: new TaskOutput(), end: () => {}, killed: false, ended: Promise.resolve() };
+  tasks.push(task);
+  // Not awaited: that is the whole point. The promise settles when the command ends, however it ends.
+  task.ended = runCommand(command, { cwd: workspace(), timeoutMs: timeLimitMs, output: task.output, onStart: (end) => (task.end = end) }).then(
+    (code) => taskEnded(task, task.killed ? "ended by kill_task" : code === null ? "ended by a signal" : `exit code ${code}`),
+    // runCommand rejects at its time limit ("timed out after ...") or when bash cannot start.
+    (error: Error) => taskEnded(task, /^timed out/.test(error.message) ? `ended by the time limit (${timeLimitMs / 1000} s)` : `failed: ${error.message.split("\n")[0]}`),
+  );
+  return task;
+}
+
+/** The status is final: a notice waits for the model (bash_output or kill_task may show it the end first). Then old records go. */
+function taskEnded(task: Task, status: string): void {
+  if (!tasks.includes(task)) return; // a task of a session that was reset (prepareReplay)
+  task.status = status;
+  task.output.finish();
+  notify(task.id, endNotice(task));
+  const finished = tasks.filter((other) => other.status !== "running");
+  const forgotten = finished.slice(0, Math.max(0, finished.length - TASK_LIMITS.finishedKept));
+  tasks = tasks.filter((other) => !forgotten.includes(other));
+}
+
+/** The task with this id, or an error that says which ids there are. */
+function taskOf(id: string): Task {
+  const task = tasks.find((candidate) => candidate.id === id);
+  if (task) return task;
+  const number = Number(/^bg_([1-9]\d*)$/.exec(id)?.[1]); // as bash wrote it: bg_03 is no id
+  if (number >= 1 && number <= tasksStarted) throw new Error(`${id} ended long ago and is forgotten: only the last ${TASK_LIMITS.finishedKept} finished tasks are kept`);
+  const known = tasks.map((other) => `${other.id} (${other.status})`).join(", ");
+  throw new Error(`there is no task ${JSON.stringify(id)}. ${known ? `The tasks: ${known}.` : "No background task has been started."}`);
+}
+
+/** The status, then what the task printed since the last read; the next read starts after it. */
+function readTask(task: Task): string {
+  const fresh = task.output.takeUnread();
+  if (task.status !== "running") forgetNotice(task.id); // the model sees the end here: no notice later
+  const status = task.status === "running" ? `running (for ${Math.round((Date.now() - task.startedAt) / 1000)} s)` : task.status;
+  return `${named(task)}: ${status}.\n${fresh ? `Output since the last read:\n${fresh}` : "No new output since the last read."}`;
+}
+
+/** End a task and everything it started; one that had ended may have left something running, which ends too. */
+async function killTask(task: Task): Promise<string> {
+  const wasRunning = task.status === "running";
+  task.killed = wasRunning;
+  task.end();
+  await task.ended;
+  return `${wasRunning ? `Ended ${task.id} and everything it started.` : `${task.id} had already ended; anything it left running has been ended too.`}\n${readTask(task)}`;
+}
+
+/** What the model reads when a task has ended: short, the end of the output being where errors usually are. */
+function endNotice(task: Task): string {
+  const last = task.output.lastLines(TASK_LIMITS.noticeLines);
+  const more = task.output.hasUnread() ? `\nbash_output("${task.id}") gives all it printed since your last read.` : "";
+  return `${named(task)} ended: ${task.status}.\n${last ? `Its last lines:\n${indent(last)}` : "It printed nothing."}${more}`;
+}
+
+// What the model has not read yet is kept to what one result can carry, less room for the
+// status line, so runTool never cuts it a second time and the marker's count stays right.
+const UNREAD_KEPT = MAX_OUTPUT - 1_000;
+
+/** A task's output as it arrives: what the model has not read yet, both ends kept (lib's HeadAndTail), and the last characters, for the notice. */
+class TaskOutput implements OutputSink {
+  private decoder = new StringDecoder("utf8"); // a character split across two chunks stays whole
+  private unread = new HeadAndTail(UNREAD_KEPT);
+  private latest = "";
+
+  add(chunk: Buffer): void {
+    this.keep(this.decoder.write(chunk));
+  }
+
+  finish(): void {
+    this.keep(this.decoder.end());
+  }
+
+  private keep(text: string): void {
+    if (text === "") return;
+    this.unread.add(text);
+    // A cut must not leave half of a character made of two UTF-16 units: the API refuses that.
+    this.latest = (this.latest + text).slice(-2000).replace(/^[\udc00-\udfff]/, "");
+  }
+
+  hasUnread(): boolean {
+    return this.unread.text() !== "";
+  }
+
+  takeUnread(): string {
+    const text = this.unread.text();
+    this.unread = new HeadAndTail(UNREAD_KEPT);
+    return text;
+  }
+
+  lastLines(count: number): string {
+    return this.latest.trimEnd().split("\n").slice(-count).map((line) => clip(line, 200, "head")).join("\n");
+  }
+
+  /** What runCommand quotes in its own errors. */
+  text(): string {
+    return this.latest;
+  }
+}
+// #endregion background
+
 // #region bash
+// s06's bash, with s07's execute (the output kept as it arrives) and s18's run_in_background.
 // A denylist is advice, not a boundary: `rm -r -f /` or a script file slips past it.
 // The real answer is asking a person before running a command: the approval step below.
 const DENYLIST = ["rm -rf /", "sudo ", "shutdown", "reboot", "> /dev/sd", "mkfs"];
@@ -407,22 +555,39 @@ const bashTool = defineTool({
   name: "bash",
   displayName: "Shell",
   kind: "execute",
-  description: "Run a shell command in the workspace and return its output and exit code. stdin is closed, so commands must not wait for input.",
+  description:
+    "Run a shell command in the workspace and return its output and exit code. stdin is closed, so commands must not wait for input. " +
+    `For a slow command (a build, a test suite, a server), set run_in_background: bash then returns at once with a task id (bg_1, bg_2, ...). ` +
+    `Read its output with bash_output, end it with kill_task; you are told when it ends. At most ${TASK_LIMITS.running} run at once.`,
   parameterSchema: {
     type: "object",
     properties: {
       command: { type: "string", description: "The command, run with bash -c." },
-      timeout: { type: "integer", minimum: 1, maximum: MAX_TIMEOUT, description: `Seconds before the command is ended (default ${DEFAULT_TIMEOUT}).` },
+      timeout: { type: "integer", minimum: 1, maximum: MAX_TIMEOUT, description: `Seconds before the command is ended (default ${DEFAULT_TIMEOUT}; in the background ${TASK_LIMITS.timeLimitMs / 1000}).` },
+      run_in_background: { type: "boolean", description: "Run it as a background task and return at once with its id (default false)." },
     },
     required: ["command"],
     additionalProperties: false,
   },
-  getDescription: (params) => String(params.command),
-  shouldConfirmExecute: async (params) => ({ title: "Run this command?", details: String(params.command) }),
+  getDescription: (params) => `${params.command}${params.run_in_background === true ? "   (in the background)" : ""}`,
+  async shouldConfirmExecute(params) {
+    if (params.run_in_background !== true) return { title: "Run this command?", details: String(params.command) };
+    const limit = params.timeout === undefined ? `${TASK_LIMITS.timeLimitMs / 60_000} minutes` : `${params.timeout} s`;
+    return { title: "Run this command in the background?", details: `${params.command}\n(it runs on while the agent works, until it ends, kill_task ends it, ${limit} pass, or the program ends)` };
+  },
   async execute(params, signal, callId = `bash-${randomBytes(4).toString("hex")}`) {
     const command = String(params.command);
     const blocked = DENYLIST.find((pattern) => command.includes(pattern));
     if (blocked) throw new Error(`refused: the command contains "${blocked.trim()}", which this agent does not run`);
+    if (params.run_in_background === true) {
+      // s18: a task runs on after this call returns. A subagent's context ends with its run, so it could never read its task's output.
+      if (childRun.getStore()) throw new Error("background tasks belong to the main agent: run the command in the foreground, or report back and let the main agent start it");
+      const task = startTask(command, params.timeout === undefined ? undefined : Number(params.timeout) * 1000);
+      return {
+        llmContent: `Started ${task.id} in the background. Read its output with bash_output ("${task.id}"), end it with kill_task; you will be told when it ends.`,
+        returnDisplay: `started ${task.id} in the background`,
+      };
+    }
     // The output is kept as it arrives: whole in memory while it is small, then in a file.
     const output = new ResultFile(callId);
     const code = await runCommand(command, { cwd: workspace(), timeoutMs: Number(params.timeout ?? DEFAULT_TIMEOUT) * 1000, output, signal });
@@ -434,6 +599,46 @@ const bashTool = defineTool({
   },
 });
 // #endregion bash
+
+// #region task-tools
+const bashOutputTool = defineTool({
+  name: "bash_output",
+  displayName: "BashOutput",
+  kind: "read", // it reads what a task printed and changes nothing: no approval mode stops it
+  description: "Read what a background task printed since your last read, and its status: running, exit code N, or ended by the time limit.",
+  parameterSchema: {
+    type: "object",
+    properties: { task_id: { type: "string", description: "The id bash gave, e.g. bg_1." } },
+    required: ["task_id"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.task_id),
+  async execute(params) {
+    const text = readTask(taskOf(String(params.task_id)));
+    return { llmContent: text, returnDisplay: text };
+  },
+});
+
+const killTaskTool = defineTool({
+  name: "kill_task",
+  displayName: "KillTask",
+  // "execute": it ends processes, so it runs in order with the other commands. Nothing to
+  // confirm (defineTool's default): it can only end a task the person approved.
+  kind: "execute",
+  description: "End a background task and everything it started. Returns its status and the output you had not read.",
+  parameterSchema: {
+    type: "object",
+    properties: { task_id: { type: "string", description: "The id bash gave, e.g. bg_1." } },
+    required: ["task_id"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => String(params.task_id),
+  async execute(params) {
+    const text = await killTask(taskOf(String(params.task_id)));
+    return { llmContent: text, returnDisplay: text };
+  },
+});
+// #endregion task-tools
 
 // #region sandbox
 /**
@@ -706,7 +911,7 @@ const grepTool = defineTool({
     }
     // Each file keeps as many lines as the page could need; every match is counted.
     const maxResults = limit === 0 ? Infinity : offset + limit;
-    const search = await searchFiles(realpathSync(workspace()), safePath(given), given, String(params.glob ?? "**/*"), pattern, { mode, maxResults, leaveOut: (file) => inAgentFolder(file.shown, given) });
+    const search = await searchFiles(realpathSync(workspace()), safePath(given), given, String(params.glob ?? "**/*"), pattern, { mode, maxResults, leaveOut: (file) => inAgentFolder(file.shown, given) || deniedToRead(file.shown) });
     const [files, found] = [search.files, search.results];
     const unit = mode === "content" ? "matching lines" : "files";
     const total = found.reduce((sum, result) => sum + (result?.count ? (mode === "content" ? result.count : 1) : 0), 0);
@@ -1152,7 +1357,8 @@ const SCHEMAS = {
 function readSettings(root: string): { settings: Settings; problems: string[] } {
   const settings: Settings = {};
   const problems: string[] = [];
-  for (const [file, keys] of [[SETTINGS_FILE, ["tools", "mcpServers"]], [MCP_FILE, ["mcpServers"]]] as const) {
+  // One file for both stages: s17's permissions and hooks are read below (loadSettings), so they are no unknown setting here.
+  for (const [file, keys] of [[SETTINGS_FILE, ["tools", "mcpServers", "permissions", "hooks"]], [MCP_FILE, ["mcpServers"]]] as const) {
     const { data, problem } = readJson(path.join(root, file), file);
     const shape = { type: "object", properties: Object.fromEntries(keys.map((key) => [key, { type: "object" }])), additionalProperties: false };
     const wrong = problem ?? (data === undefined ? "" : mistakes(shape, data));
@@ -1192,6 +1398,120 @@ function placedErrors(errors: ErrorObject[], whole: string, at = ""): string {
       return `${place || whole} ${error.message}`;
     })
     .join("; ");
+}
+
+// s17: the person's file (~/.agent/settings.json) and the project's hold rules and hooks too.
+// The person's file counts whole. The project's deny and ask rules count as they are: they only
+// make the agent more careful. Its allow rules would wave its own calls through, and its hooks
+// run its own commands: those count once the person trusts them. Both files are read once, at
+// the start: a settings file edited during the session (by the model, say) changes nothing yet.
+export const HOOK_EVENTS = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"] as const;
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+/** A hook as written (`entry`) and where; `matcher`: tool names with | between (none, or *: every tool); `timeout` in seconds. */
+export type Hook = { matcher?: string; command: string; timeout?: number; at: string; entry: unknown };
+type RulesAndHooks = { rules: Record<List, Rule[]>; hooks: Record<HookEvent, Hook[]> };
+
+const none = (): RulesAndHooks => ({ rules: { deny: [], ask: [], allow: [] }, hooks: { PreToolUse: [], PostToolUse: [], UserPromptSubmit: [], Stop: [] } });
+/** What this session follows: nothing until loadSettings runs. */
+let { rules, hooks } = none();
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const placeOf = (item: Rule | Hook) => item.at.slice(0, item.at.indexOf(" in ")); // `permissions.allow[0]`
+
+/** One file's rules and hooks; what cannot be read is named with its file and place, and left out. */
+function readSettingsOf(data: unknown, file: string, problems: string[]): RulesAndHooks {
+  const found = none();
+  const skip = (at: string, why: string) => problems.push(`${file}: ${at} ${why}; it is ignored`);
+  if (data === undefined) return found;
+  if (!isObject(data)) return skip("the file", "is not a JSON object"), found;
+  if (data.permissions !== undefined && !isObject(data.permissions)) skip("permissions", "must be an object of allow, ask and deny lists");
+  for (const [list, texts] of Object.entries(isObject(data.permissions) ? data.permissions : {})) {
+    if (!["deny", "ask", "allow"].includes(list)) skip(`permissions.${list}`, "is not a list of rules (allow, ask, deny; the approval mode is chosen where the agent starts)");
+    else if (!Array.isArray(texts)) skip(`permissions.${list}`, "must be a list of rules");
+    else texts.forEach((text: unknown, i) => {
+      const rule = typeof text === "string" ? parseRule(text) : "a rule is a string";
+      if (typeof rule === "string") skip(`permissions.${list}[${i}] ${JSON.stringify(text)}`, `cannot be read: ${rule}`);
+      else found.rules[list as List].push({ ...rule, at: `permissions.${list}[${i}] in ${file}` });
+    });
+  }
+  const tools = registry.getAllTools().map((tool) => tool.name);
+  if (data.hooks !== undefined && !isObject(data.hooks)) skip("hooks", "must be an object of events");
+  for (const [event, entries] of Object.entries(isObject(data.hooks) ? data.hooks : {})) {
+    if (!(HOOK_EVENTS as readonly string[]).includes(event)) skip(`hooks.${event}`, `is not an event (${HOOK_EVENTS.join(", ")})`);
+    else if (!Array.isArray(entries)) skip(`hooks.${event}`, "must be a list of hooks");
+    else entries.forEach((entry: unknown, i) => {
+      const { matcher, command, timeout, ...more } = isObject(entry) ? entry : { command: undefined };
+      const why =
+        typeof command !== "string" || command.trim() === "" ? 'has no "command"'
+        : matcher !== undefined && typeof matcher !== "string" ? 'has a "matcher" that is not tool names, with | between them'
+        : timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= 600) ? 'has a "timeout" that is not seconds, more than 0 and at most 600'
+        : Object.keys(more).length > 0 ? `has "${Object.keys(more)[0]}", which is not a setting of a hook (matcher, command, timeout)` : undefined;
+      if (why) return void skip(`hooks.${event}[${i}]`, why);
+      const unknown = typeof matcher === "string" ? matcher.split("|").find((name) => name !== "*" && !tools.includes(name)) : undefined;
+      if (unknown) problems.push(`${file}: hooks.${event}[${i}]: its matcher names no tool "${unknown}" (this agent's: ${tools.join(", ")})`);
+      found.hooks[event as HookEvent].push({ ...(entry as Hook), at: `hooks.${event}[${i}] in ${file}`, entry });
+    });
+  }
+  return found;
+}
+
+/** Read both files, ask the person about what the project brings that is new, keep what this session follows. Returns the problems, printed too. */
+export async function loadSettings(): Promise<string[]> {
+  const problems: string[] = [];
+  const read = (file: string, name: string) => {
+    const { data, problem } = readJson(file, name); // a regular file of at most 256 KB, or refused (lib/runtime/settings.ts)
+    if (problem) problems.push(`${problem}; nothing of it is used`);
+    return readSettingsOf(data, name, problems);
+  };
+  const person = read(PERSONAL.file(), PERSONAL.name);
+  const root = workspace();
+  // Working in the home folder, the project's file is the person's own: read once, as theirs.
+  const inHome = existsSync(os.homedir()) && realpathSync(os.homedir()) === realpathSync(root);
+  const project = inHome ? none() : read(path.join(root, SETTINGS_FILE), SETTINGS_FILE);
+  const brings = project.rules.allow.length > 0 || HOOK_EVENTS.some((event) => project.hooks[event].length > 0);
+  const trusted = brings ? await trustProject(root, project, problems) : project; // only allow rules and hooks need trust
+  rules = { deny: [...person.rules.deny, ...project.rules.deny], ask: [...person.rules.ask, ...project.rules.ask], allow: [...person.rules.allow, ...trusted.rules.allow] };
+  hooks = Object.fromEntries(HOOK_EVENTS.map((event) => [event, [...person.hooks[event], ...trusted.hooks[event]]])) as RulesAndHooks["hooks"];
+  for (const problem of problems.slice(0, 20)) console.log(`[settings] ${visible(clip(problem, 1000, "head"))}`); // 256 KB hold 40,000 broken rules: 20 tell what is wrong
+  if (problems.length > 20) console.log(`[settings] ... and ${problems.length - 20} more problems like these (all of them: in the settings files as written)`);
+  return problems;
+}
+
+/**
+ * The project's allow rules and hooks the person trusts. What they trusted before, as it is
+ * now, at once (kept in their own file, as s08 keeps a project's servers); what is new after
+ * one question: y (this session), a (and remember it), n. No one at the terminal: not used.
+ */
+async function trustProject(root: string, project: RulesAndHooks, problems: string[]): Promise<RulesAndHooks> {
+  const before = trustedProject(root).entries as { permissions?: { allow?: unknown }; hooks?: Record<string, unknown> };
+  const known = (entry: unknown, list: unknown) => Array.isArray(list) && list.some((old) => isDeepStrictEqual(old, entry));
+  const fresh = new Set<Rule | Hook>([
+    ...project.rules.allow.filter((rule) => !known(rule.text, before.permissions?.allow)),
+    ...HOOK_EVENTS.flatMap((event) => project.hooks[event].filter((hook) => !known(hook.entry, before.hooks?.[event]))),
+  ]);
+  if (fresh.size === 0) return project;
+  const answer = terminal().hasPerson ? await askToTrust([...fresh].map((item) => `${placeOf(item)}: ${"entry" in item ? JSON.stringify(item.entry) : item.text}`)) : undefined;
+  try {
+    const hooksAsWritten = Object.fromEntries(HOOK_EVENTS.map((event) => [event, project.hooks[event].map((hook) => hook.entry)]));
+    if (answer === "a") rememberTrusted(root, { permissions: { allow: project.rules.allow.map((rule) => rule.text) }, hooks: hooksAsWritten });
+  } catch (error) {
+    problems.push(`not remembered: ${(error as Error).message}`);
+  }
+  if (answer === "y" || answer === "a") return project;
+  const why = answer ? "the person said no" : `no one is at the terminal to trust them: start the agent at a terminal once, or list them under trustedProjects in ${PERSONAL.name}`;
+  problems.push(`not used: ${[...fresh].map(placeOf).join(", ")} (${why})`);
+  const old = <T extends Rule | Hook>(items: T[]) => items.filter((item) => !fresh.has(item)); // deny and ask rules stay
+  return { rules: { ...project.rules, allow: old(project.rules.allow) }, hooks: Object.fromEntries(HOOK_EVENTS.map((event) => [event, old(project.hooks[event])])) as RulesAndHooks["hooks"] };
+}
+
+/** One question for everything new: "y", "a" or "n" (any other answer is a no). */
+async function askToTrust(lines: string[]): Promise<string> {
+  console.log(`\nThis project's settings let calls run without asking, or run commands of their own:`);
+  console.log(`${indent(visible(lines.join("\n")))}\n  y: use them   a: yes, and remember it in ${PERSONAL.name}   n: no (its deny and ask rules count anyway)`);
+  while (true) {
+    const answer = (await terminal().ask("trust? ", { fresh: true }))?.trim().toLowerCase();
+    if (answer === undefined || !/^(y|yes|a|always|)$/.test(answer)) return "n";
+    if (answer) return answer[0];
+  }
 }
 // #endregion settings
 
@@ -1688,6 +2008,67 @@ function resetTodos(): void {
 }
 // #endregion reminder
 
+// #region notices
+// A task ends while the model is busy with something else, or while the person types. The
+// model must hear of it before its next request, and where the notice goes is s09's lesson
+// again: the API wants every tool_use answered by the very next message, so a notice never
+// travels as a message of its own. It rides inside the last tool result of the reply being
+// answered; when the turn is over, it goes in front of the person's next prompt, in the same
+// message. (s19 tells its lead about its teammates the same way.)
+const notices = new Map<string, string>(); // by what it is about (a task id): given once, then gone
+
+/** A notice for the model, about `about`; a newer one about the same thing replaces it. */
+export function notify(about: string, text: string): void {
+  notices.set(about, text);
+}
+
+/** The model has learned of it another way (it read the task's end with bash_output). */
+export function forgetNotice(about: string): void {
+  notices.delete(about);
+}
+
+/** Every waiting notice as one block, marked as the harness's words; each is given once. */
+function takeNotices(notFrom: string, where: string): string | undefined {
+  if (notices.size === 0) return undefined;
+  // The person sees each notice's first line: what ended, and how.
+  console.log(dim(`  [notice for the model, ${where}: ${visible([...notices.values()].map((text) => text.split("\n")[0]).join(" "))}]`));
+  const text = `<notice>From the harness, not ${notFrom}:\n${[...notices.values()].join("\n")}\n</notice>`;
+  notices.clear();
+  return text;
+}
+
+/** runTools' results, with the waiting notices after what the last tool returned: its id and is_error stay. */
+export function withNotices(results: ToolResultBlockParam[]): ToolResultBlockParam[] {
+  const last = results.at(-1);
+  const note = last && takeNotices("the tool", "added to this result");
+  if (!last || !note) return results;
+  // After the tool's own text, with one blank line between: the result is still whole.
+  const content = typeof last.content === "string" ? `${last.content}${last.content.endsWith("\n") ? "\n" : "\n\n"}${note}` : [...(last.content ?? []), { type: "text" as const, text: note }];
+  return [...results.slice(0, -1), { ...last, content }];
+}
+
+/** Before a turn: the waiting notices go in front of the person's prompt, in the same user message. */
+export function addNoticesToPrompt(messages: MessageParam[]): void {
+  const prompt = messages.at(-1);
+  // The program's prompts are text; a message of tool results is withNotices' to carry.
+  if (prompt?.role !== "user" || typeof prompt.content !== "string") return;
+  const note = takeNotices("the person", "in front of the prompt");
+  // s16: a message in the history is never changed; the prompt is taken back (from the log too) and pushed again as it will be sent.
+  if (note) messages.pop(), messages.push({ role: "user", content: `${note}\n\n${prompt.content}` });
+}
+
+/** A new session has no tasks: the offline replay calls this (through prepareReplay) before its first prompt (so do the tests). */
+function resetTasks(): void {
+  for (const task of running()) task.end();
+  tasks = [];
+  tasksStarted = 0;
+  notices.clear();
+}
+
+/** The tasks as they stand, for tests and the exercise's checks (the model reads them with bash_output). */
+export const taskList = (): readonly { id: string; status: string }[] => tasks.map(({ id, status }) => ({ id, status }));
+// #endregion notices
+
 // #region subagent
 // A subagent is the same agent with a clean slate: fresh messages, a system prompt of its own,
 // the parent's tools but `task`, and a budget of model calls. It runs its own small loop inside
@@ -1705,11 +2086,12 @@ const childSystemPrompt = () =>
   `Your report is all the other agent will see of your work. You have at most ${CHILD_MAX_CALLS} model calls. Edits and commands may need a person's approval; if one is refused, say so in your report.`;
 
 /**
- * The parent's tools but three: task (a subagent cannot start another, so there is no
- * recursion), and todo_write and compact, which act on the one plan and the one conversation
- * of the person's session (a subagent's list would overwrite the parent's).
+ * The parent's tools but five: task (a subagent cannot start another, so there is no
+ * recursion), todo_write and compact, which act on the one plan and the one conversation of
+ * the person's session (a subagent's list would overwrite the parent's), and s18's bash_output
+ * and kill_task: a subagent starts no background task (bash refuses it), so it has none to read.
  */
-const PARENT_ONLY = ["task", "todo_write", "compact"];
+const PARENT_ONLY = ["task", "todo_write", "compact", "bash_output", "kill_task"];
 const childTools = (): Tool[] => TOOLS.filter((tool) => !PARENT_ONLY.includes(tool.name));
 
 const taskTool = defineTool({
@@ -1839,20 +2221,399 @@ function show(text: string): void {
 }
 // #endregion subagent
 
+// #region session-log
+/**
+ * The history the loop is handed: an array whose push appends each message to the session's
+ * file, one JSON line, before the message enters the array. The loop, the program and endTurn
+ * only ever push, so every message passes through here, and nothing they hold is missing from
+ * the disk. (A Proxy could catch every kind of change; push is the only one that happens, and a
+ * subclass says so in five plain lines.) Nothing changes a message once it is pushed (s06's
+ * runTools builds new results; it never edits the reply it reads), so the line stays true.
+ * In the capstone the log is also s11's transcript: the file an old result's placeholder points
+ * to, and where a compaction is written as a line of its own (compacted); s17's hooks may take
+ * the newest prompt back before any request carried it (pop).
+ */
+export class SessionLog extends Array<MessageParam> {
+  // A copy (slice, map, filter) is a plain array: only the history itself writes to the log.
+  static get [Symbol.species]() {
+    return Array;
+  }
+  readonly #root: string;
+  #id: string | undefined;
+  #written = 0; // how many messages of this array are in the file
+  #size = 0; // the file's size after this program's last write there
+  #problem: string | undefined; // why the last write failed, said to the person once
+
+  /** A new session (its file is made with its first message), or a resumed one: its id, the history its file gives, the file's size. */
+  constructor(root: string, resumed?: { id: string; messages: MessageParam[]; size: number }) {
+    super();
+    this.#root = root;
+    this.#id = resumed?.id;
+    for (const message of resumed?.messages ?? []) super.push(message); // in the file already
+    this.#written = this.length;
+    this.#size = resumed?.size ?? 0;
+  }
+
+  get id(): string | undefined {
+    return this.#id;
+  }
+
+  /** s11: the file, as the model and the person read it (`.agent/sessions/<id>.jsonl`), once it is made; and how many messages are in it. */
+  get file(): string | undefined {
+    return this.#id && `${SESSIONS}/${this.#id}.jsonl`;
+  }
+  get written(): number {
+    return this.#written;
+  }
+
+  push(...messages: MessageParam[]): number {
+    // The lines first, then the array. Messages an earlier push could not write go with these,
+    // in order, so the file never has a gap: it only ever lacks its newest messages.
+    this.#append([...this.slice(this.#written), ...messages], this.length + messages.length);
+    return super.push(...messages);
+  }
+
+  /** s11: a compaction, after every message: resumed, its summary stands for the first `cut` messages. false when it cannot be written. */
+  compacted(summary: MessageParam): boolean {
+    return this.#append([...this.slice(this.#written), { compaction: { cut: this.length, summary } }], this.length);
+  }
+
+  /** s17: the newest message taken back, from the file too (a prompt a hook blocked or changed, before any request carried it). */
+  pop(): MessageParam | undefined {
+    const message = super.pop();
+    if (message === undefined || this.#written <= this.length) return message;
+    const line = Buffer.byteLength(`${JSON.stringify(message)}\n`);
+    const fd = openSync(path.join(this.#root, this.file!), constants.O_WRONLY | constants.O_NOFOLLOW);
+    try {
+      // Only a file as this program left it: otherwise the next append starts a new file without it.
+      if (fstatSync(fd).size === this.#size) ftruncateSync(fd, (this.#size -= line)), fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.#written = this.length;
+    return message;
+  }
+
+  /** One append of whole lines; then the file holds the first `written` messages. A failure is said once, and tried again with the next. */
+  #append(lines: object[], written: number): boolean {
+    const text = lines.map((line) => `${JSON.stringify(line)}\n`).join("");
+    try {
+      const old = this.#id;
+      const size = old === undefined ? undefined : appendLines(path.join(sessionsFolder(this.#root, { create: true }), `${old}.jsonl`), text, this.#size);
+      if (size !== undefined) this.#size = size;
+      else {
+        // Not as this program left it: lines appended now would tangle with another program's (the
+        // same session resumed twice) or with half a line. A new file takes the whole history (a
+        // compaction line is left out: resumed, the session is compacted again when it is full).
+        this.#newFile(this.slice(0, this.#written).map((message) => `${JSON.stringify(message)}\n`).join("") + text);
+        if (old) console.log(`[warning] ${SESSIONS}/${old}.jsonl is not as this program left it (another program wrote to it, a write was cut short, or it was removed): the session goes on in ${SESSIONS}/${this.#id}.jsonl, whole`);
+      }
+      this.#written = written;
+      this.#problem = undefined;
+      return true;
+    } catch (error) {
+      const problem = error instanceof Error ? error.message : String(error);
+      if (this.#problem === undefined) console.log(`[warning] the session cannot be saved (${problem}); it goes on, and what is not saved is tried again with the next message`);
+      this.#problem = problem;
+      return false;
+    }
+  }
+
+  /** A new session's file, under a new id: its header line, then `lines`, in one write. */
+  #newFile(lines: string): void {
+    const folder = sessionsFolder(this.#root, { create: true });
+    for (let tries = 1; ; tries++) {
+      const id = newSessionId();
+      const header = { session: id, version: 1, started: new Date().toISOString() };
+      try {
+        this.#size = appendLines(path.join(folder, `${id}.jsonl`), `${JSON.stringify(header)}\n${lines}`, "new")!;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST" && tries < 5) continue; // the same second, the same six digits
+        throw error;
+      }
+      this.#id = id;
+      return console.log(dim(`[session ${id}: each message is saved to ${SESSIONS}/${id}.jsonl as it comes; --continue resumes it]`));
+    }
+  }
+}
+
+/** A session's id: when it started (UTC, so ids sort by time) and six random hex digits: 20250601-142233-a1b2c3. */
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
+  return `${stamp}-${randomBytes(3).toString("hex")}`;
+}
+const SESSION_ID = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
+
+/**
+ * Append `text` (whole lines) with one write, then fsync, and return the file's new size; or
+ * write nothing and return undefined when the file is gone or is not `size` bytes long, as this
+ * program left it ("new": make it). O_APPEND puts every write at the end of the file;
+ * O_NOFOLLOW refuses a link put in the file's place; 0o600: a session holds what the agent
+ * read, so only its owner reads it. fsync: a program that is killed loses nothing written
+ * anyway, but a machine that loses power keeps only what reached the disk.
+ */
+function appendLines(file: string, text: string, size: number | "new"): number | undefined {
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | (size === "new" ? constants.O_CREAT | constants.O_EXCL : 0);
+  if (size !== "new" && !existsSync(file)) return undefined;
+  const fd = openSync(file, flags, 0o600);
+  try {
+    if (size !== "new" && fstatSync(fd).size !== size) return undefined;
+    writeFileSync(fd, text);
+    fsyncSync(fd);
+    return (size === "new" ? 0 : size) + Buffer.byteLength(text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The workspace's sessions folder, checked at every use: a link, out of the workspace or to
+ * another of its folders, would let the project choose where the sessions go, and is refused.
+ * It gets a .gitignore of `*` (the agent's notes are not the project's files; "wx": never
+ * through a link), and only .agent and .agent/sessions are made: never a workspace that is gone.
+ */
+function sessionsFolder(root: string, { create = false } = {}): string {
+  const folder = path.join(root, SESSIONS);
+  if (followLinks(folder, SESSIONS) !== folder) throw new Error(`${SESSIONS} is a symlink: sessions are kept only in the workspace's own ${SESSIONS}/`);
+  if (create && !existsSync(path.dirname(folder))) mkdirSync(path.dirname(folder));
+  if (create && !existsSync(folder)) mkdirSync(folder);
+  const ignore = path.join(folder, ".gitignore");
+  if (create && !lstatSync(ignore, { throwIfNoEntry: false })) writeFileSync(ignore, "*\n", { flag: "wx" });
+  return folder;
+}
+// #endregion session-log
+
+// #region resume
+/** A session file as read: its header, its messages as logged, and a last line the program was writing when it ended. */
+export interface SessionFile {
+  header: { session: string; version: 1; started: string };
+  logged: MessageParam[];
+  /** The last line, cut short: its number and length. */
+  cut?: { line: number; bytes: number };
+  /** The bytes of the complete lines. */
+  whole: number;
+  /** s11: the line number of each logged message, and the last compaction: its summary stands for the first `cut` messages. */
+  lines: number[];
+  compaction?: { cut: number; summary: MessageParam };
+}
+
+// In a replay, the scenario's session flags (`sessionFlags`) stand for the command line's.
+let replayFlags: string[] | undefined;
+
+/** A replay starts a new session, or resumes one the scenario put in the workspace (fixtures/s16/resume.json). */
+function useSessionFlags(scenario: Scenario & { sessionFlags?: string[] }): void {
+  replayFlags = scenario.sessionFlags ?? [];
+}
+
+/**
+ * The history a session starts from: a new session, or the one `--continue` (the newest) or
+ * `--resume <id>` names, its file read and its history repaired. New messages go to its file.
+ */
+export function startHistory(args: string[] = []): SessionLog {
+  const flags = replayFlags ?? args;
+  replayFlags = undefined;
+  const root = realpathSync(workspace());
+  const named = optionValue(flags, "--resume");
+  if (flags.includes("--continue") && named !== undefined) throw new Error("--continue resumes the newest session and --resume <id> a given one: give only one of them");
+  const id = flags.includes("--continue") ? newestSession(root) : named;
+  if (id === undefined) return new SessionLog(root);
+  if (!SESSION_ID.test(id)) throw new Error(`"${visible(clip(id, 60, "head"))}" is not a session id (ids look like 20250601-142233-a1b2c3); --resume alone lists the sessions`);
+  const given = `${SESSIONS}/${id}.jsonl`;
+  const file = path.join(sessionsFolder(root), `${id}.jsonl`);
+  const session = readSession(file, given);
+  const { messages, notes } = repaired(session.logged, session.lines);
+  console.log(`[resumed session ${id}: ${session.logged.length} messages; new ones are added to ${given}]`);
+  if (session.cut) {
+    // Those bytes never made a line; cut off, they cannot join the next line written.
+    const fd = openSync(file, constants.O_WRONLY | constants.O_NOFOLLOW);
+    try {
+      ftruncateSync(fd, session.whole);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    console.log(`[warning] line ${session.cut.line} (${session.cut.bytes} bytes) was cut short when the program ended: it is left out`);
+  }
+  for (const note of notes.slice(0, NOTES_SHOWN)) console.log(`[repaired] ${note}`);
+  if (notes.length > NOTES_SHOWN) console.log(`[repaired] ... and ${notes.length - NOTES_SHOWN} more like these`);
+  const log = new SessionLog(root, { id, messages, size: session.whole });
+  // s11: a session compacted before is sent as it was: the summary, then the messages after it.
+  if (session.compaction) Object.assign(conversationOf(log), session.compaction);
+  return log;
+}
+
+/**
+ * A session file, every line checked. What is not a session is refused, naming the file: a link,
+ * a FIFO, a device, a file over 10 MB (a history that large could not be sent to the model
+ * anyway), a file whose first line is no session header or whose other lines are not messages.
+ * Only the last line may be cut short: the program was writing it when it ended.
+ */
+export function readSession(file: string, given: string): SessionFile {
+  const link = lstatSync(file, { throwIfNoEntry: false });
+  if (!link) throw new Error(`${given} does not exist; --resume alone lists the sessions of this workspace`);
+  if (link.isSymbolicLink()) throw new Error(`${given} is a symlink, not a session: it is not followed`);
+  const text = readText(file, given, "a history that large could not be sent to the model anyway");
+  const end = text.lastIndexOf("\n") + 1;
+  const lines = text.slice(0, end).split("\n").slice(0, -1);
+  const notSession = (why: string) => new Error(`${given} is not a session: ${why}`);
+  const header = parsed(lines[0]) as SessionFile["header"] | undefined;
+  if (typeof header?.session !== "string" || header.version !== 1) throw notSession("its first line is not a session header");
+  const [logged, numbers]: [MessageParam[], number[]] = [[], []];
+  let compaction: SessionFile["compaction"];
+  lines.slice(1).forEach((line, i) => {
+    const entry = parsed(line);
+    // s11: a compaction line, after the messages its summary replaces.
+    const { cut, summary } = (entry as { compaction?: { cut?: unknown; summary?: unknown } } | undefined)?.compaction ?? {};
+    if (Number.isInteger(cut) && (cut as number) <= logged.length && isMessage(summary)) return void (compaction = { cut: cut as number, summary });
+    if (!isMessage(entry)) throw notSession(`line ${i + 2} is not a message (a JSON object with a role and content) nor a compaction`);
+    logged.push(entry);
+    numbers.push(i + 2);
+  });
+  const cut = end < text.length ? { line: lines.length + 1, bytes: Buffer.byteLength(text.slice(end)) } : undefined;
+  return { header, logged, cut, whole: Buffer.byteLength(text.slice(0, end)), lines: numbers, compaction };
+}
+
+function parsed(line: string | undefined): unknown {
+  try {
+    return line === undefined ? undefined : JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A message as the API takes one; the tool blocks with the ids the repair matches by. */
+function isMessage(value: unknown): value is MessageParam {
+  const { role, content } = (value ?? {}) as { role?: unknown; content?: unknown };
+  if (role !== "user" && role !== "assistant") return false;
+  if (typeof content === "string") return true;
+  if (!Array.isArray(content)) return false;
+  // The fields the repair and the API rely on, so a hand-edited block is refused here, by line.
+  return content.every((block) => {
+    if (typeof block?.type !== "string") return false;
+    if (block.type === "text") return typeof block.text === "string";
+    if (block.type === "tool_use") return typeof block.id === "string" && typeof block.name === "string" && typeof block.input === "object" && block.input !== null;
+    const results = block.content === undefined || typeof block.content === "string" || Array.isArray(block.content);
+    return block.type !== "tool_result" || (typeof block.tool_use_id === "string" && results);
+  });
+}
+
+/** The workspace's session files, the one written to last first. */
+function sessionFiles(root: string): { id: string; written: Date }[] {
+  const folder = sessionsFolder(root);
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder)
+    .filter((name) => SESSION_ID.test(name.replace(/\.jsonl$/, "")) && name.endsWith(".jsonl"))
+    .map((name) => ({ id: name.slice(0, -6), written: lstatSync(path.join(folder, name)).mtime }))
+    .sort((a, b) => b.written.getTime() - a.written.getTime() || b.id.localeCompare(a.id));
+}
+
+/** What --continue resumes: the session written to last (the one you just left), not the one started last. */
+export function newestSession(root: string): string {
+  const [newest] = sessionFiles(root);
+  if (!newest) throw new Error(`there is no session to continue in this workspace (${SESSIONS}/ has none); start one without --continue`);
+  return newest.id;
+}
+
+/** `--resume` alone: the newest sessions, one line each (id, last written, messages, first prompt). */
+export async function listSessions(): Promise<number> {
+  const root = realpathSync(workspace());
+  let sessions: { id: string; written: Date }[];
+  try {
+    sessions = sessionFiles(root);
+  } catch (error) {
+    console.log(`[error] ${(error as Error).message}`);
+    return 1;
+  }
+  if (sessions.length === 0) {
+    console.log(`No sessions in this workspace yet (${SESSIONS}/ has none).`);
+    return 0;
+  }
+  console.log(`Sessions in ${SESSIONS}/, the one written to last first (--resume <id> resumes one):`);
+  for (const { id, written } of sessions.slice(0, LIST_LIMIT)) {
+    let about: string;
+    try {
+      const { logged } = readSession(path.join(root, SESSIONS, `${id}.jsonl`), `${SESSIONS}/${id}.jsonl`);
+      const first = logged.find((message) => message.role === "user" && textOf(message) !== "");
+      about = `${logged.length} messages  ${first ? JSON.stringify(clip(textOf(first).replace(/\s+/g, " "), 60, "head")) : "(no prompt)"}`;
+    } catch (error) {
+      about = `(cannot be resumed: ${(error as Error).message})`;
+    }
+    console.log(`  ${id}  ${localTime(written)}  ${visible(about)}`);
+  }
+  if (sessions.length > LIST_LIMIT) console.log(`  ... and ${sessions.length - LIST_LIMIT} older (ls ${SESSIONS})`);
+  return 0;
+}
+
+const textOf = (message: MessageParam): string =>
+  typeof message.content === "string" ? message.content : message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join(" ");
+
+const localTime = (date: Date): string => {
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}`;
+};
+// #endregion resume
+
+// #region repair
+export const INTERRUPTED =
+  "Interrupted: the program ended before this call returned a result, and the session was resumed later. It may or may not have run: look before doing it again.";
+
+/**
+ * The history a session's logged messages give, in the shape the API accepts, and a note for
+ * each repair. The logged messages are not changed, nor is the file: loading the same file
+ * always gives the same history, so the repairs are made again at each load, the same way.
+ * - An empty text block, or a message left with nothing, is left out: the API refuses both.
+ * - A tool_use whose result is missing from the next message (the program ended during the
+ *   call) gets an is_error result there, saying it was interrupted: the API refuses a call
+ *   without its result.
+ * - A result that answers no call in the message before it: the file was edited by hand, and
+ *   guessing what was meant could mislead the model. The session is refused.
+ * Two user messages in a row (a prompt whose reply never came, then the next prompt) stay: the
+ * API takes consecutive turns of one role as one turn.
+ */
+export function repaired(logged: MessageParam[], lines = logged.map((_, i) => i + 2)): { messages: MessageParam[]; notes: string[] } {
+  const notes: string[] = [];
+  const kept: MessageParam[] = [];
+  logged.forEach((message, i) => {
+    const blocks = typeof message.content === "string" ? undefined : message.content.filter((block) => block.type !== "text" || block.text.trim() !== "");
+    if (blocks ? blocks.length === 0 : String(message.content).trim() === "") return void notes.push(`line ${lines[i]} is an empty ${message.role} message: it is left out`);
+    kept.push(blocks && blocks.length < message.content.length ? ({ role: message.role, content: blocks } as MessageParam) : message);
+  });
+  const messages: MessageParam[] = [];
+  for (let i = 0; i < kept.length; i++) {
+    const message = kept[i];
+    const asked = callsOf(messages.at(-1)).map((call) => call.id);
+    const stray = resultsOf(message).find((id) => !asked.includes(id));
+    if (message.role === "user" && stray) throw new Error(`the result for ${stray} answers no call in the message before it (was the file edited?)`);
+    messages.push(message);
+    const next = kept[i + 1];
+    const missing = callsOf(message).filter((call) => !resultsOf(next).includes(call.id));
+    if (missing.length === 0) continue;
+    for (const call of missing) notes.push(`the call ${call.id} (${call.name}) had no result, as the program ended during it: it gets one saying it was interrupted`);
+    const results = missing.map((call): ToolResultBlockParam => ({ type: "tool_result", tool_use_id: call.id, is_error: true, content: INTERRUPTED }));
+    // The results belong in the very next message, first: into the next user message's blocks, or in one of their own.
+    if (next?.role === "user" && Array.isArray(next.content)) kept[i + 1] = { role: "user", content: [...results, ...next.content] };
+    else messages.push({ role: "user", content: results });
+  }
+  if (messages.length > 0 && messages[0].role !== "user") throw new Error("its first message is not the person's, and the API takes only a history that starts with one");
+  return { messages, notes };
+}
+
+const blocksIn = (message: MessageParam | undefined): ContentBlockParam[] => (message && Array.isArray(message.content) ? message.content : []);
+const callsOf = (message: MessageParam | undefined) =>
+  message?.role === "assistant" ? blocksIn(message).filter((block): block is ToolUseBlock => block.type === "tool_use") : [];
+const resultsOf = (message: MessageParam | undefined) =>
+  message?.role === "user" ? blocksIn(message).flatMap((block) => (block.type === "tool_result" ? [block.tool_use_id] : [])) : [];
+// #endregion repair
+
 // #region transcript
 /**
  * What the harness knows of one conversation. The loop passes the same `messages` array to
- * every request of a session, so that array names the conversation (a WeakMap key).
+ * every request of a session, so that array names the conversation (a WeakMap key). Its
+ * transcript, where every message is on disk before anything is taken out of what the model
+ * sees, is the session log (s16): the person's conversation is a SessionLog. A subagent's is a
+ * plain array that ends with its run (s10): it is no session, and nothing of it is on disk.
  */
 interface Conversation {
-  /** The transcript file, relative to the workspace: `.agent/transcripts/<time>.jsonl`. */
-  transcript?: string;
-  /** The workspace the transcript belongs to: where the conversation's first request was made. */
-  home?: string;
-  /** How many of the conversation's messages are in the transcript. */
-  written: number;
-  /** Why the transcript could not be written last time (the person is told once). */
-  writeProblem?: string;
   /** The model is sent `summary` in place of messages[0 .. cut). */
   cut: number;
   summary?: MessageParam;
@@ -1866,56 +2627,12 @@ const conversations = new WeakMap<MessageParam[], Conversation>();
 
 function conversationOf(messages: MessageParam[]): Conversation {
   let conversation = conversations.get(messages);
-  if (!conversation) conversations.set(messages, (conversation = { written: 0, cut: 0, contextTokens: 0, retryAt: 0 }));
+  if (!conversation) conversations.set(messages, (conversation = { cut: 0, contextTokens: 0, retryAt: 0 }));
   return conversation;
 }
 
-/**
- * Append every message not yet in the transcript (and `extra`), one JSON message per line.
- * This runs before each request, so whatever the model is sent is on disk before anything is
- * taken out of what it sees, and with each reply. Only appended to. false, and a warning, if it fails.
- */
-function saveTranscript(conversation: Conversation, messages: MessageParam[], extra: MessageParam[] = []): boolean {
-  const lines = [...messages.slice(conversation.written), ...extra].map((message) => `${JSON.stringify(message)}\n`).join("");
-  try {
-    // The transcript's name is relative, so it is written only in the conversation's own
-    // workspace: if the working directory changes under a running conversation (a test that
-    // ends while its replay runs on goes back to where it started), the messages must not
-    // follow it there. They wait, and are all written once the workspace is back.
-    const here = realpathSync(workspace());
-    conversation.home ??= here;
-    if (here !== conversation.home) throw new Error(`the working directory is ${here}, not this conversation's workspace ${conversation.home}`);
-    conversation.transcript ??= newTranscriptName();
-    // Checked at every write: a transcripts folder that became a link to elsewhere is refused.
-    const file = safePath(conversation.transcript);
-    notesFolder(path.dirname(file));
-    appendFileSync(file, lines);
-    conversation.written = messages.length;
-    conversation.writeProblem = undefined;
-    return true;
-  } catch (error) {
-    const problem = error instanceof Error ? error.message : String(error);
-    if (conversation.writeProblem === undefined) console.log(`[warning] the transcript cannot be written (${problem}); nothing is compacted until it can be, so nothing is lost`);
-    conversation.writeProblem = problem;
-    return false;
-  }
-}
-
-const TRANSCRIPTS = ".agent/transcripts"; // in the agent's own folder, which grep and glob leave out
-
-function newTranscriptName(): string {
-  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  let name = `${TRANSCRIPTS}/${stamp}.jsonl`;
-  for (let n = 2; existsSync(path.join(workspace(), name)); n++) name = `${TRANSCRIPTS}/${stamp}-${n}.jsonl`;
-  return name;
-}
-
-/** A folder of the agent's notes, with a .gitignore of `*`: not the project's files, so git never lists them (skills and MEMORY.md get none). */
-function notesFolder(folder: string): void {
-  if (existsSync(folder)) return;
-  mkdirSync(folder, { recursive: true });
-  writeFileSync(path.join(folder, ".gitignore"), "*\n");
-}
+/** The session log that keeps a conversation, if it has one (a subagent's has none). */
+const logOf = (messages: MessageParam[]) => (messages instanceof SessionLog ? messages : undefined);
 // #endregion transcript
 
 // #region micro-compact
@@ -1932,10 +2649,11 @@ function contextFor(conversation: Conversation, messages: MessageParam[]): Messa
   const kept = messages.slice(conversation.cut);
   const withResults = kept.flatMap((message, i) => (blocksOf(message).some((block) => block.type === "tool_result") ? [i] : []));
   const old = new Set(withResults.slice(0, -KEEP_RESULTS));
+  const log = logOf(messages);
   const view = kept.map((message, i): MessageParam => {
     if (!old.has(i)) return message;
-    // Only a message already in the transcript can be pointed to there.
-    const onDisk = conversation.cut + i < conversation.written ? conversation.transcript : undefined;
+    // Only a message already in the session log can be pointed to there.
+    const onDisk = log && conversation.cut + i < log.written ? log.file : undefined;
     return { role: "user", content: blocksOf(message).map((block) => (block.type === "tool_result" ? cleared(block, calls.get(block.tool_use_id), onDisk) : block)) };
   });
   if (!conversation.summary) return view;
@@ -1973,14 +2691,14 @@ const SUMMARY_REQUEST =
   "errors and how they were solved, what is done, what is in progress and the next step. Leave out file contents and output that can be read again. Answer in plain text.";
 
 /**
- * Replace what the model sees of `messages` with a summary the model writes. Everything is in
- * the transcript first; when it cannot be, or the summary request fails, nothing changes and
- * the person is told. It runs between two requests, at the end of the conversation, where
- * every tool_use already has its tool_result: a pair can never be split.
+ * Replace what the model sees of `messages` with a summary the model writes. Every message is
+ * in the session log already (s16), and the compaction is written there after them; when it
+ * cannot be, or the summary request fails, nothing changes and the person is told. It runs
+ * between two requests, at the end of the conversation, where every tool_use already has its
+ * tool_result: a pair can never be split.
  */
 async function compact(messages: MessageParam[], why: string, focus?: string): Promise<boolean> {
-  const conversation = conversationOf(messages);
-  if (!saveTranscript(conversation, messages)) return notCompacted(conversation, `the transcript cannot be written (${conversation.writeProblem})`);
+  const [conversation, log] = [conversationOf(messages), logOf(messages)];
   console.log(dim(`[compacting the context: ${why}]`));
   let summary: string;
   try {
@@ -1997,11 +2715,12 @@ async function compact(messages: MessageParam[], why: string, focus?: string): P
   } catch (error) {
     return notCompacted(conversation, `the summary request failed (${describeProviderError(error).replace(/^\[error\] /, "").replace(/\.$/, "")})`);
   }
-  const message = summaryMessage(summary, conversation.transcript!, messages);
-  if (!saveTranscript(conversation, messages, [message])) return notCompacted(conversation, "the summary cannot be added to the transcript");
+  const message = summaryMessage(summary, log?.file, messages);
+  // s16: a line of its own, so a resumed session is sent the summary, not everything again.
+  if (log && !log.compacted(message)) return notCompacted(conversation, "the compaction cannot be written to the session log");
   const replaced = messages.length - conversation.cut + (conversation.summary ? 1 : 0);
   Object.assign(conversation, { cut: messages.length, summary: message, contextTokens: 0, retryAt: 0 });
-  console.log(dim(`[compacted: ${replaced} messages became a summary of ${summary.length} characters; every message is in ${conversation.transcript}]`));
+  console.log(dim(`[compacted: ${replaced} messages became a summary of ${summary.length} characters; ${log ? `; every message is in ${log.file}` : ""}]`));
   return true;
 }
 
@@ -2013,9 +2732,10 @@ function notCompacted(conversation: Conversation, why: string): false {
 }
 
 /** The summary as the model will read it, with where the rest is and, mid-task, what to carry on with. */
-function summaryMessage(summary: string, transcript: string, messages: MessageParam[]): MessageParam {
+function summaryMessage(summary: string, transcript: string | undefined, messages: MessageParam[]): MessageParam {
+  const kept = transcript ? `; every message is kept, one JSON message per line, in ${transcript} (search it with grep for an exact detail)` : "";
   const parts = [
-    `[The conversation so far was compacted to make room. This summary replaces it; every message is kept, one JSON message per line, in ${transcript} (search it with grep for an exact detail).]`,
+    `[The conversation so far was compacted to make room. This summary replaces it${kept}.]`,
     summary,
   ];
   // The last message is the person's or a tool's: the work was not finished.
@@ -2044,7 +2764,7 @@ const compactTool = defineTool({
   // It changes no file and runs no command, so no approval mode stops it (plan mode included).
   kind: "read",
   description:
-    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .agent/transcripts/. " +
+    "Make room in your context: before your next request the conversation so far is replaced by a summary you write, and every message stays in .agent/sessions/. " +
     "Use it when a large piece of work is done and its details are no longer needed.",
   parameterSchema: { type: "object", properties: { focus: { type: "string", description: "What the summary must keep in particular (optional)." } }, additionalProperties: false },
   getDescription: (params) => (params.focus ? `keeping ${String(params.focus)}` : "the conversation so far"),
@@ -2334,6 +3054,7 @@ for (const tool of [
   bashTool, readFileTool, writeFileTool, editFileTool, // s02, s03 (s06's registry entries, s07's paging read_file)
   grepTool, globTool, lsTool, webFetchTool, askUserTool, // s07's grep; Part I's glob, ls (s03), web_fetch (s04), ask_user (s05)
   todoWriteTool, taskTool, compactTool, loadSkillTool, saveMemoryTool, // s09, s10, s11, s12
+  bashOutputTool, killTaskTool, // s18
 ]) registry.registerTool(tool);
 /** What the model sees, from the registry. */
 export const TOOLS: Tool[] = registry.getFunctionDeclarations();
@@ -2411,10 +3132,226 @@ function mustAsk(tool: AgentTool): boolean {
 }
 // #endregion approval
 
+// #region rules
+// Permission rules, Claude Code's syntax with this workbook's tool names. A bare name matches
+// every call of the tool; in parentheses, what the call must be:
+//   bash(npm test)  that command       bash(git status:*)  a command starting with these words
+//   read_file(secrets/**), edit_file(src/**), write_file(*.md)  a path, as a glob in the workspace
+//   grep(src/**), glob(...), ls(...)  the folder searched or listed (its `path`, the workspace if none)
+//   web_fetch(domain:example.com)  a URL on that host (the URL the model gives; a redirect is not checked)
+// Every other tool (task, save_memory, an MCP server's tool, ...) takes a rule by its name alone.
+// The capstone's searches read files too: read_file's deny and ask rules hold for grep, glob and ls
+// at the folder they are given, and grep's walk leaves out the files a read_file deny rule matches.
+// The lists are asked in order, deny, then ask, then allow; with no rule, the approval mode decides.
+export type List = "deny" | "ask" | "allow";
+
+/**
+ * A rule as read: its text, where it is (`permissions.deny[0] in .agent/settings.json`), its
+ * tool, and what it matches of a call (none: every call). `careful` is for deny and ask: then a
+ * path's folders count too, and a program is known by its name alone (/bin/rm is rm).
+ */
+export type Rule = { text: string; at: string; tool: string; matches?: (subject: string[], careful: boolean) => boolean };
+
+const PATH_TOOLS = new Set(["read_file", "write_file", "edit_file", "grep", "glob", "ls"]);
+const SEARCHES = new Set(["grep", "glob", "ls"]); // read_file's deny and ask rules count for these too
+// Where the file system ignores case (macOS, Windows), SECRETS/key is secrets/key: compare without it.
+const fold = (text: string) => (process.platform === "darwin" || process.platform === "win32" ? text.toLowerCase() : text);
+
+/** A rule from its text, or why it cannot be read. */
+export function parseRule(text: string): Omit<Rule, "at"> | string {
+  const parts = /^([\w-]+)(?:\((.*)\))?$/s.exec(text.trim());
+  if (!parts) return "a rule is a tool's name, with what it matches in parentheses if you like: bash(npm test), read_file(secrets/**)";
+  const [, tool, inside] = parts;
+  const tools = registry.getAllTools().map((known) => known.name);
+  if (!tools.includes(tool)) return `this agent has no tool "${tool}" (its tools: ${tools.join(", ")}; names are case-sensitive)`;
+  if (inside === undefined || inside.trim() === "*") return { text, tool };
+  if (tool === "bash") {
+    const prefix = inside.endsWith(":*");
+    const commands = plainCommands(prefix ? inside.slice(0, -2) : inside);
+    if (commands?.length !== 1) return "a bash rule names one plain command, with :* at its end for every command that starts so: bash(npm test), bash(git status:*)";
+    const [words] = commands;
+    const fits = (part: string[]) => words.every((word, i) => part[i] === word) && (prefix || part.length === words.length);
+    return { text, tool, matches: (part, careful) => fits(part) || (careful && fits([path.basename(part[0]), ...part.slice(1)])) };
+  }
+  if (PATH_TOOLS.has(tool)) {
+    // gitignore's way: a glob with no / is a name at any depth; a leading / ties it to the workspace's top.
+    const glob = inside.trim().replace(/^\.\//, "");
+    if (glob.replace(/^\//, "") === "" || glob.split("/").includes("..")) return "a path rule is a glob inside the workspace: src/**, *.md, /README.md";
+    let test: (relative: string) => boolean;
+    try {
+      test = globMatcher(fold(glob.replace(/^\//, ""))); // lib's glob: time grows with the path, it never backtracks
+    } catch (error) {
+      return (error as Error).message;
+    }
+    // The path, and for deny and ask each folder on its way: denying secrets denies what is in it.
+    const candidates = (relative: string) => fold(relative).split("/").map((name, i, all) => (glob.includes("/") ? all.slice(0, i + 1).join("/") : name));
+    return { text, tool, matches: ([relative], careful) => candidates(relative).slice(careful ? 0 : -1).some(test) };
+  }
+  const host = /^domain:([\w.-]+)$/.exec(inside.trim())?.[1]?.toLowerCase();
+  if (tool === "web_fetch") return host ? { text, tool, matches: ([url]) => url === host } : "a web_fetch rule names a host: web_fetch(domain:example.com)";
+  return `${tool} takes nothing in parentheses: a rule for it is its name alone`;
+}
+
+/**
+ * The rule that decides a call. deny, then ask: the first rule that matches any part of it
+ * (a command hidden in `a && b` or `$(b)` too). allow: only when every part matches an allow
+ * rule, and only for a command line read whole. undefined: no rule decides.
+ */
+export function ruleFor(tool: string, params: Params): { list: List; rule: Rule } | undefined {
+  // An edit reads its file first, and its errors tell whether a text is in it: what read_file may not read, edit_file may not edit.
+  const readsToo = (rule: Rule, list: List) => rule.tool === "read_file" && ((list !== "allow" && SEARCHES.has(tool)) || (list === "deny" && tool === "edit_file"));
+  const of = (list: List) => rules[list].filter((rule) => rule.tool === tool || readsToo(rule, list));
+  const anyPart = subjectsOf(tool, params, true) ?? [];
+  for (const list of ["deny", "ask"] as const) {
+    const rule = of(list).find((rule) => !rule.matches || anyPart.some((subject) => rule.matches!(subject, true)));
+    if (rule) return { list, rule };
+  }
+  const whole = of("allow").find((rule) => !rule.matches);
+  if (whole) return { list: "allow", rule: whole };
+  const everyPart = subjectsOf(tool, params, false);
+  if (!everyPart || everyPart.length === 0) return undefined; // in doubt, no allow
+  const by = everyPart.map((subject) => of("allow").find((rule) => rule.matches?.(subject, false)));
+  return by.every((rule) => rule !== undefined) ? { list: "allow", rule: by[0]! } : undefined;
+}
+
+/**
+ * What the rules look at in a call, as lists of words: each command of a bash command line;
+ * for a file tool, its path as the sandbox resolves it (`./secrets/x`, `a/../secrets/x` and a
+ * link into secrets/ are all secrets/x); a URL's host. undefined: it cannot be read whole.
+ */
+function subjectsOf(tool: string, params: Params, careful: boolean): string[][] | undefined {
+  try {
+    if (tool === "bash") return careful ? [...(plainCommands(String(params.command)) ?? []), ...roughCommands(String(params.command))] : plainCommands(String(params.command));
+    if (PATH_TOOLS.has(tool)) return [[path.relative(realpathSync(workspace()), safePath(String(params.path ?? "."))).split(path.sep).join("/")]];
+    if (tool === "web_fetch") return [[new URL(String(params.url)).hostname.toLowerCase().replace(/\.$/, "")]];
+  } catch {
+    return undefined; // a path the sandbox refuses, a URL that is none: the tool refuses it anyway
+  }
+  return [[]];
+}
+
+/** For grep's walk: a file (its path in the workspace) that a read_file deny rule matches is left out of a wider search. */
+const deniedToRead = (relative: string) => rules.deny.some((rule) => rule.tool === "read_file" && rule.matches?.([relative], true) === true);
+
+// A plain command line, piece by piece: blanks; an operator between commands (&& || ; | & and
+// line breaks); or part of a word (plain characters, '…', or "…" without $ ` \ in it).
+const PLAIN = /([ \t]+)|(&&|\|\||[;|&\n])|([\w.\/:=@%+,-]+|'[^']*'|"[^"$`\\]*")/y;
+
+/**
+ * The commands of a plain command line, each as its words (quotes taken off); undefined when
+ * it holds anything else: $( ), backticks, $VAR, < >, ( ), a glob, an escape, an open quote.
+ * Only such a line can be allowed: what is not read whole is not known.
+ */
+export function plainCommands(command: string): string[][] | undefined {
+  const commands: string[][] = [[]];
+  let word: string | undefined;
+  const endWord = () => void (word !== undefined && commands.at(-1)!.push(word), (word = undefined));
+  for (let at = 0; at < command.length; at = PLAIN.lastIndex) {
+    PLAIN.lastIndex = at;
+    const [, blank, operator, piece] = PLAIN.exec(command) ?? [];
+    if (blank) endWord();
+    else if (operator) endWord(), commands.push([]);
+    else if (piece) word = (word ?? "") + piece.replace(/^(['"])([^]*)\1$/, "$2");
+    else return undefined;
+  }
+  endWord();
+  return commands.filter((words) => words.length > 0);
+}
+
+const KEYWORDS = new Set(["!", "if", "then", "elif", "else", "while", "until", "do", "time", "exec", "command"]);
+
+/**
+ * For deny and ask: the pieces between any of ; & | ( ) ` < > { } and line breaks, in quotes
+ * too, with $VAR read as a blank (rm${IFS}x), quotes and escapes dropped and a keyword or
+ * VAR=value in front skipped. More than bash would run, never less: a deny rule matches
+ * `echo $(rm x)`, `FOO=1 rm x`, `"rm" x`.
+ */
+export function roughCommands(command: string): string[][] {
+  const commands = command.replace(/\$\{?\w*\}?/g, " ").split(/[;&|\n()`<>{}]/).map((piece) => piece.replace(/\\(.)/g, "$1").replace(/['"]/g, "").split(/\s+/).filter(Boolean));
+  for (const words of commands) while (words.length > 0 && (KEYWORDS.has(words[0]) || /^[A-Za-z_]\w*=/.test(words[0]))) words.shift();
+  return commands.filter((words) => words.length > 0);
+}
+// #endregion rules
+
+// #region hooks
+const HOOK_TIMEOUT = 60; // seconds, unless the hook says `timeout`; then it ends with all it started
+const MAX_HOOK_OUTPUT = 10_000; // characters kept of a hook's stdout, and of its stderr (both ends)
+const MAX_STOP_RETURNS = 3; // times one turn's Stop hooks may send the model back to work
+
+export type Hooked = { blocked?: string; added: string }; // the stderr of one that exited 2; the stdout of those that exited 0
+
+/**
+ * Run the hooks of `event` that match the call's tool (every one, for a prompt and Stop), one
+ * after another, each with the event as JSON on stdin, in the workspace. Exit 0: its stdout
+ * is kept. Exit 2: it blocks, and the rest do not run. Anything else (another code, its time
+ * limit, no bash) is a warning to the person, and the call goes on. Ctrl-C (the signal) cancels.
+ */
+export async function runHooks(event: HookEvent, input: Record<string, unknown>, signal?: AbortSignal): Promise<Hooked> {
+  const added: string[] = [];
+  const tool = input.tool_name as string | undefined;
+  const matches = (hook: Hook) => tool === undefined || !hook.matcher || hook.matcher === "*" || hook.matcher.split("|").includes(tool);
+  for (const hook of hooks[event].filter(matches)) {
+    const [stdout, stderr] = [new HeadAndTail(MAX_HOOK_OUTPUT), new HeadAndTail(MAX_HOOK_OUTPUT)];
+    const stdin = JSON.stringify({ hook_event_name: event, cwd: workspace(), ...input });
+    let ended: number | null | string;
+    try {
+      ended = await runCommand(hook.command, { cwd: workspace(), timeoutMs: (hook.timeout ?? HOOK_TIMEOUT) * 1000, output: stdout, errors: stderr, input: stdin, signal });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      ended = (error as Error).message.replace(/(were ended)[^]*$/, "$1").replace("the command and", "the hook and"); // its time limit, no bash
+    }
+    if (ended === 2) return { blocked: stderr.text().trim() || "(the hook gave no reason on stderr)", added: added.join("\n") };
+    if (ended === 0 && stdout.text().trim()) added.push(stdout.text().trim());
+    if (ended === 0) continue;
+    const said = clip(stderr.text().trim().split("\n")[0], 200, "head");
+    console.log(`[hook warning] ${event} hook (${hook.at}) ${typeof ended === "string" ? ended : `exit code ${ended ?? "(killed)"}`}${said ? `: ${visible(said)}` : ""}; it goes on`);
+  }
+  return { added: added.join("\n") };
+}
+
+/** A turn's hooks (a prompt's, Stop's); Ctrl-C cancels them, and then none has its say. */
+const turnHooks = (event: HookEvent, input: Record<string, unknown>, controller = new AbortController()): Promise<Hooked> =>
+  cancellable(() => controller.abort(), () => runHooks(event, input, controller.signal)).catch(() => ({ added: "" }));
+
+/**
+ * The loop with the turn's hooks around it; the loop is unchanged. UserPromptSubmit runs before
+ * the model sees the prompt: its stdout is added to the prompt, exit 2 takes the prompt back
+ * unsent. Stop runs when the loop returns: its stdout is shown to the person, and exit 2 sends
+ * its stderr to the model, which works on (at most MAX_STOP_RETURNS times in a turn).
+ */
+export function withTurnHooks(loop: (messages: MessageParam[]) => Promise<void>): (messages: MessageParam[]) => Promise<void> {
+  return async (messages) => {
+    const prompt = messages.at(-1);
+    if (prompt?.role === "user" && typeof prompt.content === "string") {
+      const hooked = await turnHooks("UserPromptSubmit", { prompt: prompt.content });
+      if (hooked.blocked !== undefined) {
+        messages.pop(); // never sent: the history (and s16's log) as it was before the prompt
+        return void console.log(`[not sent: a UserPromptSubmit hook blocked the prompt: ${visible(clip(hooked.blocked, 2000, "head"))}]`);
+      }
+      if (hooked.added) console.log(dim(indent(`[added to your prompt by a hook]\n${firstLines(hooked.added, 5)}`)));
+      // s16: a message in the history is never changed; the prompt is taken back (from the log too) and pushed again as it will be sent.
+      if (hooked.added) messages.pop(), messages.push({ role: "user", content: `${prompt.content}\n\n<user-prompt-submit-hook>\n${hooked.added}\n</user-prompt-submit-hook>` });
+    }
+    for (let returns = 0; ; returns++) {
+      await loop(messages);
+      const stop = await turnHooks("Stop", { stop_hook_active: returns > 0 });
+      if (stop.added) console.log(dim(indent(firstLines(stop.added, 12))));
+      // Only after the model's reply: a turn cut off mid-call ends with results, and the model is not asked again.
+      if (stop.blocked === undefined || messages.at(-1)?.role !== "assistant") return;
+      const reason = visible(clip(stop.blocked, 200, "head"));
+      if (returns === MAX_STOP_RETURNS) return void console.log(`[a Stop hook still objects after ${MAX_STOP_RETURNS} more rounds; the turn ends: ${reason}]`);
+      console.log(dim(`[a Stop hook sends the model back to work: ${reason}]`));
+      messages.push({ role: "user", content: `<stop-hook>\nA Stop hook did not let the turn end yet:\n${stop.blocked}\n</stop-hook>` });
+    }
+  };
+}
+// #endregion hooks
+
 // #region run-tool
 // s06's nine steps, with what later stages put in them: a large result kept in a file (s07),
 // content with images from outside tools (s08), the todo reminder (s09), a subagent's lines
-// shown under its label (s10), and no second line for a call the stream showed (s13).
+// shown under its label (s10), no second line for a call the stream showed (s13), and the
+// person's rules and hooks at steps 6 and 8 (s17), for a subagent's calls as for the parent's.
 /**
  * The calls of one reply. Calls that only read, side by side, run at the same time: reading
  * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
@@ -2424,9 +3361,10 @@ async function runTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]
   const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use");
   const results: ToolResultBlockParam[] = [];
   for (const batch of batches(calls)) results.push(...(await Promise.all(batch.map(runTool))));
-  // s09: the parent's reply is counted, and a due reminder rides in its last result. A
-  // subagent's calls come through here too; its replies are not the parent's, and its list is not kept.
-  return childRun.getStore() ? results : withReminder(calls, results);
+  // s09: the parent's reply is counted, and a due reminder rides in its last result; then s18's
+  // notices of tasks that ended, after it. A subagent's calls come through here too; its replies
+  // are not the parent's, its list is not kept, and the notices are the parent's to read.
+  return childRun.getStore() ? results : withNotices(withReminder(calls, results));
 }
 
 /** Consecutive read-kind calls go in one batch; every other call is a batch of its own. */
@@ -2462,16 +3400,32 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
   // 5. Describe, in one line, what is about to happen, unless the stream showed it when the call was whole (s13).
   if (!shownCalls.delete(call.id)) show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
   const controller = new AbortController();
+  const hooksFor = (event: HookEvent, more: Record<string, unknown> = {}) =>
+    cancellable(() => controller.abort(), () => runHooks(event, { tool_name: call.name, tool_input: params, ...more }, controller.signal));
   try {
-    // 6. Confirm: the approval mode, and the person when the mode asks for one.
-    const verdict = await approve(tool, params, controller.signal);
+    // 6a. A deny rule holds in every mode, yolo too (s17).
+    const decided = ruleFor(call.name, params);
+    if (decided?.list === "deny") return failed(`Not run: the rule deny ${decided.rule.text} (${decided.rule.at}) forbids it.`);
+    // 6b. The PreToolUse hooks: exit 2 blocks, and the model reads the hook's stderr (s17).
+    const pre = await hooksFor("PreToolUse");
+    if (pre.blocked !== undefined) return failed(`Not run: a PreToolUse hook blocked it: ${pre.blocked}`);
+    // 6c. Confirm: an ask or allow rule, else the approval mode, and the person when one asks.
+    const verdict = await confirm(tool, params, decided, controller.signal);
     if (!verdict.run) return failed(verdict.why);
     // 7. Execute, with a signal: Ctrl-C cancels this tool, not the agent.
     const result = await cancellable(() => controller.abort(), () => tool.execute(params, controller.signal, call.id));
-    // 8. llmContent goes to the model: whole when it is small, else kept in a file and previewed...
-    const toModel: ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: forModel(call.id, result.llmContent) };
+    // 8. llmContent goes to the model: whole when it is small, else kept in a file and previewed;
+    // what the PostToolUse hooks print follows that (s17), so it reaches the model, never only the file...
+    const content = forModel(call.id, result.llmContent);
+    const response = typeof content === "string" ? content : content!.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+    const post = await hooksFor("PostToolUse", { tool_response: response });
+    const said = [post.added, post.blocked ?? ""].filter(Boolean).join("\n"); // exit 2 blocks nothing now: its stderr is said too
+    const note = `<post-tool-use-hook>\n${said}\n</post-tool-use-hook>`;
+    const hooked = !said ? content : typeof content === "string" ? `${content}\n\n${note}` : [...content!, { type: "text" as const, text: note }];
+    const toModel: ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: hooked };
     // 9. ...and returnDisplay to the person (unless they have just seen it, approving it).
     if (result.returnDisplay !== verdict.shown) show(dim(indent(firstLines(result.returnDisplay, 12))));
+    if (said) show(dim(indent(`[for the model, from a PostToolUse hook]\n${firstLines(said, 5)}`)));
     return toModel;
   } catch (error) {
     // Errors go back as is_error, so the model knows the call failed and why.
@@ -2487,6 +3441,29 @@ function forModel(callId: string, content: ToolResult["llmContent"]): ToolResult
   if (texts.join("\n").length <= RESULT_LIMIT) return content;
   // Too much text: kept whole in a file like any large result, and the images follow its preview.
   return [{ type: "text", text: resultFor(callId, texts.join("\n")) }, ...content.filter((block) => block.type === "image")];
+}
+
+/**
+ * Step 6c (s17). An ask rule makes the person answer where the mode would not (every mode but
+ * yolo, as the agent's own files do), and "a" never covers it. An allow rule spares the question
+ * where the mode would ask, even with no one at the terminal; it never lifts plan mode's
+ * refusal, nor the question before a write to the agent's own files.
+ */
+async function confirm(tool: AgentTool, params: Params, decided: ReturnType<typeof ruleFor>, signal: AbortSignal): Promise<Verdict> {
+  if (decided?.list === "ask") {
+    // s06's approval, with a question every time: as if the call changed the agent's own files.
+    const shouldConfirmExecute = async (given: Params, stop: AbortSignal) => {
+      const shown = (await tool.shouldConfirmExecute(given, stop)) || { title: `${tool.displayName} ${tool.getDescription(given)}?`, details: tool.getDescription(given) };
+      return { ...shown, title: `${shown.title} (the rule ask ${decided.rule.text}, ${decided.rule.at})` };
+    };
+    return approve({ ...tool, changesTheAgent: () => true, shouldConfirmExecute }, params, signal);
+  }
+  const mayRun = tool.kind === "read" || APPROVAL_MODE !== "plan";
+  if (decided?.list === "allow" && mayRun && !tool.changesTheAgent?.(params)) {
+    show(dim(`  [allowed by ${visible(decided.rule.text)} (${decided.rule.at})]`));
+    return { run: true };
+  }
+  return approve(tool, params, signal);
 }
 
 // #endregion run-tool
@@ -2827,10 +3804,11 @@ export const sessionTally = (): Readonly<Tally> => ({ ...sessionTokens });
 // #region client
 /**
  * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
- * returns the model's reply, like the SDK's. In between, in this order: the transcript, a
- * compaction when one is due, the request with the smaller view of the conversation and its
- * breakpoints, the reply (streamed for the parent), its usage counted, and the reply into the
- * transcript. A subagent (s10) calls this client too, with a conversation of its own.
+ * returns the model's reply, like the SDK's. In between, in this order: a compaction when one
+ * is due, the request with the smaller view of the conversation and its breakpoints, the reply
+ * (streamed for the parent), and its usage counted. The transcript needs no step here: the
+ * person's `messages` are the session log (s16), where each message is on disk at its push. A
+ * subagent (s10) calls this client too, with a conversation of its own.
  */
 const client: ModelClient = {
   messages: {
@@ -2838,12 +3816,6 @@ const client: ModelClient = {
       const { messages } = request;
       const conversation = conversationOf(messages);
       const child = childRun.getStore();
-      saveTranscript(conversation, messages);
-      // s14: the person's words start a turn; tool results (or a paused turn) carry one on. A
-      // subagent's prompt is no one's words: its requests belong to the parent's turn.
-      const newest = messages[messages.length - 1];
-      const carriesOn = newest?.role === "assistant" || (Array.isArray(newest?.content) && newest.content.some((block) => block.type === "tool_result"));
-      if (!carriesOn && !child) turnTokens = noTokens();
       // Only the parent has compact: what it asked for applies to its own conversation, never to a
       // subagent's request that happens to come first (a task in the same reply).
       const asked = child ? undefined : compactionAsked;
@@ -2859,8 +3831,6 @@ const client: ModelClient = {
       const response = child ? await provider.messages.create(sent, options) : await streamReply(sent);
       addUsage(response.usage); // s14: the session's tally and the turn's
       conversation.contextTokens = inputTokens(response.usage);
-      // The reply, as the loop's next message: the one that ends a session goes out in no request.
-      saveTranscript(conversation, [...messages, { role: "assistant", content: response.content }]);
       return response;
     },
   },
@@ -2898,7 +3868,6 @@ function endTurn(response: Message, messages: MessageParam[]): void | Promise<vo
   // A server tool (web search, code execution) still at work: the turn goes on when it is sent back as it is.
   if (response.stop_reason === "pause_turn") return agentLoop(messages);
   countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)
-  console.log(dim(turnLine())); // s14: what this turn used, and cost
   if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
   const cutOff = { max_tokens: `at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS`, model_context_window_exceeded: "because the context window is full: start a new session" };
   let why: string;
@@ -2914,7 +3883,6 @@ function endTurn(response: Message, messages: MessageParam[]): void | Promise<vo
   const calls = response.content.filter((block) => block.type === "tool_use");
   if (calls.length === 0) return;
   messages.push({ role: "user", content: calls.map((call) => ({ type: "tool_result" as const, tool_use_id: call.id, is_error: true, content: why })) });
-  saveTranscript(conversationOf(messages), messages); // s11: the turn ends, so no request will carry these
 }
 // #endregion end-turn
 
@@ -2925,10 +3893,12 @@ const thresholdProblem = COMPACT_THRESHOLD ? undefined : `COMPACT_THRESHOLD "${r
 /**
  * Before a replay, what each stage did before its own: names resolve from the scenario's
  * `hosts` (s04/s05), the plan is empty (s09), the threshold is the scenario's (s11), the
- * skills and memory are read afresh (s12), the token tallies start at zero (s14), and the
- * tools in the scenario's settings are discovered (s08; a scenario with no settings discovers none).
+ * skills and memory are read afresh (s12), the token tallies start at zero (s14), the session
+ * is new or the one the scenario's `sessionFlags` resume (s16), no task runs (s18), the tools in the scenario's
+ * settings are discovered (s08; a scenario with no settings discovers none), and its rules and
+ * hooks read (s17).
  */
-export async function prepareReplay(scenario: Scenario & { compactThreshold?: number }): Promise<void> {
+export async function prepareReplay(scenario: Scenario & { compactThreshold?: number; sessionFlags?: string[] }): Promise<void> {
   useResolver(resolverFrom(scenario.hosts));
   resetTodos();
   const given = scenario.compactThreshold;
@@ -2937,29 +3907,72 @@ export async function prepareReplay(scenario: Scenario & { compactThreshold?: nu
   compactThreshold = threshold;
   newKnowledgeSession();
   resetTokens();
+  useSessionFlags(scenario);
+  resetTasks();
   await discoverTools();
+  await loadSettings(); // s17: after discovery, so a rule may name a tool found outside
+}
+
+const SESSION_HELP = [
+  `  --continue              resume the session of this workspace written to last (${SESSIONS}/)`,
+  `  --resume <id>           resume that session; --resume alone lists the sessions`,
+];
+
+/** Resuming sends the session to a model: with no key there is none (the demo would replay instead). */
+const resumeProblem = (args: string[]) => {
+  const resuming = args.includes("--continue") || /^[^-]/.test(optionValue(args, "--resume") ?? "-");
+  if (resuming && !API_KEY && !AUTH_TOKEN) return `resuming a session needs a real model, and no key is set (see --help); without one, --replay resume shows a session resumed offline`;
+};
+
+/**
+ * s18: notices of tasks that ended while the person was typing go in front of their prompt,
+ * then the loop runs as in every stage. Every task ends when the program does:
+ * lib/machinery/processes.ts ends every command at exit, background or not.
+ */
+async function turnWithNotices(messages: MessageParam[]): Promise<void> {
+  addNoticesToPrompt(messages);
+  return agentLoop(messages);
+}
+
+/**
+ * A turn as the program runs it, and a replay too: s17's hooks around it (UserPromptSubmit on
+ * the prompt as typed, Stop when the loop returns, which may send the model back to work), and
+ * inside them s18's notices, then the loop. s14's tally is the whole turn's, a Stop hook's
+ * rounds and a subagent's requests included: it starts here and its line comes once, at the end.
+ */
+export async function runTurn(messages: MessageParam[]): Promise<void> {
+  turnTokens = noTokens();
+  await withTurnHooks(turnWithNotices)(messages);
+  if (turnTokens.requests > 0) console.log(dim(turnLine())); // s14: what this turn used, and cost
 }
 
 export async function main(args = process.argv.slice(2)): Promise<never> {
+  // s18: lib's exit handler ends every task; the model may have said one runs on, so the person hears which did.
+  process.once("exit", () => running().forEach((task) => console.log(`[${named(task)} was still running: it ends with the program]`)));
   try {
     return await runAsMain({
       stage: "full",
       title: "The Capstone",
-      agentLoop,
+      agentLoop: runTurn,
+      startHistory: () => startHistory(args),
       hasKey: Boolean(API_KEY || AUTH_TOKEN),
       args,
-      options: ["--approval-mode"],
-      settingsProblem: modeProblem ?? thresholdProblem ?? pricesProblem,
+      options: ["--approval-mode", "--resume"],
+      switches: ["--continue"],
+      settingsProblem: modeProblem ?? thresholdProblem ?? pricesProblem ?? resumeProblem(args),
       help: [
         "  --approval-mode <mode>  default (ask before edits and commands), auto-edit (ask before commands), yolo (never ask), plan (read only); or APPROVAL_MODE",
         "  --list-tools            list the tools this folder's .agent/settings.json and .mcp.json bring, and where each comes from",
         `  COMPACT_THRESHOLD       input tokens after which the conversation is summarised (default ${DEFAULT_THRESHOLD})`,
         `  MODEL_PRICES            prices in dollars per million tokens, as JSON: ${PRICES_EXAMPLE}`,
         `                          (the table in agents/s_full.ts, as of ${PRICES_DATE}, knows ${Object.keys(PRICES).join(", ")})`,
+        ...SESSION_HELP,
+        `  "permissions" and "hooks": in ${PERSONAL.name} (yours) and ${SETTINGS_FILE} (the project's: its deny and ask rules count,`,
+        `                          its allow rules and hooks once you trust them). A deny rule holds in every mode, yolo too.`,
       ],
       prepareReplay,
-      prepareSession: async () => void (await discoverTools()),
-      commands: { "--list-tools": listTools },
+      prepareSession: async () => void (await discoverTools(), await loadSettings()),
+      commands: { "--list-tools": listTools, "--resume": listSessions },
       slashCommands: { "/compact": compactCommand, "/cost": costCommand },
     });
   } finally {

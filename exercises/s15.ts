@@ -111,7 +111,7 @@ export default defineExercise({
     },
     {
       name: "an assistant's text dropped when it also calls tools",
-      change: [["    return [{ role: \"assistant\", content: text || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];", "    return [{ role: \"assistant\", content: calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];"]],
+      change: [["    const content = text || (calls.length > 0 ? null :", "    const content = calls.length > 0 ? null : (text ||"]],
       fails: "tool-calls",
     },
     {
@@ -156,7 +156,7 @@ export default defineExercise({
     },
     {
       name: "new ids for the calls, so the results answer ids the provider never gave",
-      change: [["    const id = call.id || `call_unnamed_${++unnamedCalls}`;", "    const id = `toolu_${content.length}`;"]],
+      change: [["    const id = typeof call.id === \"string\" && call.id !== \"\" && !ids.has(call.id) ? call.id : `call_unnamed_${++unnamedCalls}`;", "    const id = `toolu_${content.length}`;"]],
       fails: "reply",
     },
     {

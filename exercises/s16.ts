@@ -117,8 +117,8 @@ export default defineExercise({
     {
       function: "SessionLog.push",
       task: say(
-        "append each message to the session's file (this.#file()) as one JSON line, with appendLines, before it enters the array (super.push); write what an earlier push could not write first; when writing fails, tell the person once and go on.",
-        "メッセージを1つずつ JSON の1行としてセッションのファイル(this.#file())に appendLines で書き足してから、配列に入れます(super.push)。前の push で書けなかったものを先に書きます。書けないときは人に一度だけ伝え、先に進みます。",
+        "append each message to the session's file as one JSON line, with this.#append, before it enters the array (super.push); write what an earlier push could not write first; when writing fails, tell the person once and go on.",
+        "メッセージを1つずつ JSON の1行としてセッションのファイルに this.#append で書き足してから、配列に入れます(super.push)。前の push で書けなかったものを先に書きます。書けないときは人に一度だけ伝え、先に進みます。",
       ),
     },
     {
@@ -155,11 +155,6 @@ export default defineExercise({
       fails: "as-it-enters",
     },
     {
-      name: "the file replaced at each push instead of appended to",
-      change: [["appendLines(this.#file(), unwritten.map(", "writeFileSync(this.#file(), unwritten.map("]],
-      fails: "as-it-enters",
-    },
-    {
       name: "only the new messages written: what a failed write missed is lost",
       change: [["const unwritten = [...this.slice(this.#written), ...messages];", "const unwritten = [...messages];"]],
       fails: "catch-up",
@@ -176,7 +171,7 @@ export default defineExercise({
     },
     {
       name: "a resumed session's messages written again when it is resumed",
-      change: [["    this.#written = this.length;\n  }", "    this.#written = 0;\n  }"]],
+      change: [["    this.#written = this.length;\n", "    this.#written = 0;\n"]],
       fails: "same-file",
     },
     {
@@ -234,12 +229,12 @@ export default defineExercise({
       hints: [
         say("The loop pushes each message into the history. If the push writes it to the file first, nothing the loop holds is missing from the disk.", "ループはメッセージを1つずつ履歴に push します。push が先にファイルへ書けば、ループが持っているもので、ディスクにないものはなくなります。"),
         say(
-          "In push, turn each message into JSON.stringify(message) + \"\\n\" and append them with appendLines(this.#file(), …), then super.push(...messages). Keep in this.#written how many messages are in the file.",
-          "push の中で、各メッセージを JSON.stringify(message) + \"\\n\" にし、appendLines(this.#file(), …) で書き足してから super.push(...messages) します。ファイルに入ったメッセージの数を this.#written に覚えます。",
+          "In push, turn each message into JSON.stringify(message) + \"\\n\" and append them with this.#append(…), then super.push(...messages). Keep in this.#written how many messages are in the file.",
+          "push の中で、各メッセージを JSON.stringify(message) + \"\\n\" にし、this.#append(…) で書き足してから super.push(...messages) します。ファイルに入ったメッセージの数を this.#written に覚えます。",
         ),
         say(
-          "const unwritten = [...this.slice(this.#written), ...messages]; appendLines(this.#file(), unwritten.map((m) => `${JSON.stringify(m)}\\n`).join(\"\")); this.#written = this.length + messages.length; return super.push(...messages);",
-          "const unwritten = [...this.slice(this.#written), ...messages]; appendLines(this.#file(), unwritten.map((m) => `${JSON.stringify(m)}\\n`).join(\"\")); this.#written = this.length + messages.length; return super.push(...messages);",
+          "const unwritten = [...this.slice(this.#written), ...messages]; this.#append(unwritten.map((m) => `${JSON.stringify(m)}\\n`).join(\"\")); this.#written = this.length + messages.length; return super.push(...messages);",
+          "const unwritten = [...this.slice(this.#written), ...messages]; this.#append(unwritten.map((m) => `${JSON.stringify(m)}\\n`).join(\"\")); this.#written = this.length + messages.length; return super.push(...messages);",
         ),
       ],
       async check(t) {
@@ -271,8 +266,8 @@ export default defineExercise({
           "新しいメッセージの前に this.slice(this.#written) を書き、書けたときだけ this.#written を進めます。エラーは catch して console.log で一度だけ伝え、それでも push します。",
         ),
         say(
-          "try { appendLines(…); this.#written = this.length + messages.length; this.#problem = undefined; } catch (error) { if (this.#problem === undefined) console.log(`[warning] …`); this.#problem = String(error); } return super.push(...messages);",
-          "try { appendLines(…); this.#written = this.length + messages.length; this.#problem = undefined; } catch (error) { if (this.#problem === undefined) console.log(`[warning] …`); this.#problem = String(error); } return super.push(...messages);",
+          "try { this.#append(…); this.#written = this.length + messages.length; this.#problem = undefined; } catch (error) { if (this.#problem === undefined) console.log(`[warning] …`); this.#problem = String(error); } return super.push(...messages);",
+          "try { this.#append(…); this.#written = this.length + messages.length; this.#problem = undefined; } catch (error) { if (this.#problem === undefined) console.log(`[warning] …`); this.#problem = String(error); } return super.push(...messages);",
         ),
       ],
       async check(t) {
@@ -304,7 +299,7 @@ export default defineExercise({
       hints: [
         say("The messages of a resumed session are in its file already. Which of the history's messages does the next push still have to write?", "再開したセッションのメッセージは、もうファイルにあります。次の push がまだ書くべきなのは、履歴のどのメッセージでしょう。"),
         say("The constructor counts the resumed messages as written (this.#written = this.length). push writes only what comes after them.", "コンストラクターは再開したメッセージを書いたものとして数えます(this.#written = this.length)。push が書くのはその後ろだけです。"),
-        say("appendLines(this.#file(), [...this.slice(this.#written), ...messages].map(…).join(\"\"))", "appendLines(this.#file(), [...this.slice(this.#written), ...messages].map(…).join(\"\"))"),
+        say("this.#append([...this.slice(this.#written), ...messages].map(…).join(\"\"))", "this.#append([...this.slice(this.#written), ...messages].map(…).join(\"\"))"),
       ],
       async check(t) {
         const id = "20250601-090000-aaaaaa";
@@ -408,7 +403,7 @@ export default defineExercise({
       hints: [
         say("Run npx tsx workshop/s16.ts: the demo ends by counting the lines of its own session file.", "npx tsx workshop/s16.ts を実行します。デモの最後に、自分のセッションのファイルの行を数えます。"),
         say("If an earlier requirement fails, fix it first: this one needs push writing each message.", "前の要件が失敗しているなら、先に直します。この要件には、メッセージを1つずつ書く push が必要です。"),
-        say("The header line comes from #file(); every other line is one message, exactly as the loop pushed it.", "ヘッダーの行は #file() が書きます。ほかの行はどれも、ループが push したとおりのメッセージ1つです。"),
+        say("The header line comes from #newFile(); every other line is one message, exactly as the loop pushed it.", "ヘッダーの行は #newFile() が書きます。ほかの行はどれも、ループが push したとおりのメッセージ1つです。"),
       ],
       async check(t) {
         const session = t.asRecorded(await t.demo());

@@ -9,10 +9,12 @@
 // reply streamed from a provider that can hold it half way (Ctrl-C included).
 // (The shared tests find stages by their sNN_ names, so the header and the no-key run are
 // checked here too.)
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
@@ -25,15 +27,19 @@ import { loadScenario } from "../lib/course/scenario.ts";
 import { replayScenario, type ReplayedSession } from "../lib/course/session.ts";
 import { eventsOf, splitAt, startStreamProvider, type StreamProvider } from "../lib/course/stream-provider.ts";
 import { AGENTS_DIR } from "../lib/course/stages.ts";
-import { reply, REPO_ROOT, resultText, runMain, runTurns, scenarioOf, stageFile, stageFiles, stageId, usePrinted, useReplay, useWorkspace } from "./helpers.ts";
+import {
+  eventually, isRunning, killAll, reply, REPO_ROOT, resultText, runMain, runTurns, scenarioOf, stageFile, stageFiles, stageId, startStandIn, TSX_LOADER, usePrinted, useReplay, useWorkspace, withTmpdir,
+} from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
 
 // FULL_FILE: a changed copy of the capstone (agents/.full-*.ts), to see a test fail when a mechanism is broken.
 const FILE = process.env.FULL_FILE ?? path.join(AGENTS_DIR, CAPSTONE.file);
-const TRANSCRIPTS = ".agent/transcripts";
+const SESSIONS = ".agent/sessions"; // s16: the session log, which is also s11's transcript
 type Tool = { name: string; kind: string; execute(params: Record<string, unknown>, signal: AbortSignal): Promise<{ llmContent: unknown }> };
 type Full = {
   agentLoop(messages: MessageParam[]): Promise<void>;
+  runTurn(messages: MessageParam[]): Promise<void>;
+  startHistory(args?: string[]): MessageParam[] & { id: string | undefined };
   prepareReplay(scenario: object): Promise<void>;
   runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>;
   registry: { getTool(name: string): Tool | undefined; getAllTools(): Tool[] };
@@ -42,6 +48,22 @@ type Full = {
   sessionTally(): { requests: number; input: number; output: number; cacheRead: number; cacheWrite: number };
 };
 const full = (await import(FILE)) as Full;
+const term = await import("../lib/runtime/terminal.ts"); // the terminal the capstone asks at, loaded with it
+
+/** The lines of the workspace's one session log (s16), each parsed: its header first. */
+function sessionLines(root = "."): Record<string, unknown>[] {
+  const names = readdirSync(path.join(root, SESSIONS)).filter((name) => name.endsWith(".jsonl"));
+  expect(names, "session logs").toHaveLength(1);
+  return readFileSync(path.join(root, SESSIONS, names[0]), "utf8").split("\n").slice(0, -1).map((line) => JSON.parse(line));
+}
+/** A session as the program runs one: a new session log, each prompt pushed, then the loop. */
+async function inSession(loop: (messages: MessageParam[]) => Promise<void>, prompts: string[], history: MessageParam[] = full.startHistory()): Promise<MessageParam[]> {
+  for (const prompt of prompts) {
+    history.push({ role: "user", content: prompt });
+    await loop(history);
+  }
+  return history;
+}
 // The last stage the capstone takes in so far: its header says "every piece of s02 to sNN".
 const LAST = /every piece of s02 to s(\d\d)/.exec(readFileSync(FILE, "utf8"))?.[1] ?? "??";
 
@@ -226,21 +248,20 @@ describe("the capstone's demo", () => {
     expect(text).not.toContain("toolu_full_demo_06");
   });
 
-  it("clears old tool results from what the model sees and keeps every message in a transcript (s11)", async () => {
+  it("clears old tool results from what the model sees; every message is in the session log, the transcript it points to (s11, s16)", async () => {
     const { requests, messages } = await replayed();
     const last = requests.at(-1)!;
-    expect(resultText(resultIn(last, "toolu_full_demo_02")!)).toMatch(/^\[Old result cleared to save context: bash/);
+    const [name] = readdirSync(path.join(workspace, SESSIONS)).filter((entry) => entry.endsWith(".jsonl"));
+    const placeholder = resultText(resultIn(last, "toolu_full_demo_02")!);
+    expect(placeholder).toMatch(/^\[Old result cleared to save context: bash/);
+    expect(placeholder).toContain(`grep -F 'toolu_full_demo_02' ${SESSIONS}/${name}`);
     expect(messages.flatMap(blocksOf).some((b) => b.tool_use_id === "toolu_full_demo_02" && String(b.content).includes("records failed"))).toBe(true);
-    const transcripts = readdirSync(path.join(workspace, TRANSCRIPTS)).filter((name) => name.endsWith(".jsonl"));
-    const texts = transcripts.map((name) => file(`${TRANSCRIPTS}/${name}`));
-    const parent = texts.find((text) => text.includes(scenario.prompts[0]))!;
-    // Every message of the conversation is in it, as it was before anything was cleared: the last reply too.
-    const kept = parent.trimEnd().split("\n").map((line) => JSON.parse(line));
-    for (const message of messages) expect(kept).toContainEqual(JSON.parse(JSON.stringify(message)));
-    // The subagent's conversation has a transcript of its own, which ends with its answer.
-    const child = texts.find((text) => !text.includes(scenario.prompts[0]))!.trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam);
-    expect(child[0]).toEqual({ role: "user", content: expect.stringContaining("parseDate") });
-    expect(JSON.stringify(child.at(-1))).toContain("Callers of parseDate:");
+    // One file: the header, then every message as it entered the history, the last reply too. The
+    // subagent's conversation is no session: it ends with its run, and only its answer is logged.
+    const [header, ...logged] = sessionLines(workspace);
+    expect(header).toMatchObject({ session: name.slice(0, -6), version: 1 });
+    expect(logged).toEqual(JSON.parse(JSON.stringify(messages)));
+    for (const id of ["toolu_full_demo_05", "toolu_full_demo_06"]) expect(JSON.stringify(logged)).not.toContain(id);
   });
 
   it("lists the skill in the system prompt, loads it on demand, and saves the fact to memory (s12)", async () => {
@@ -251,17 +272,17 @@ describe("the capstone's demo", () => {
     expect(file(".agent/MEMORY.md")).toContain("- The nightly check is `node nightly.js`");
   });
 
-  it("marks each request, the subagent's too, with three breakpoints on a copy: the history and the transcripts have none (s14)", async () => {
+  it("marks each request, the subagent's too, with three breakpoints on a copy: the history and the session log have none (s14)", async () => {
     const { requests, messages } = await replayed();
     for (const [i, request] of requests.entries()) expect(breakpointsOf(request), `request ${i + 1}`).toEqual(threeBreakpoints(request));
     expect(JSON.stringify(messages)).not.toContain("cache_control");
-    for (const name of readdirSync(path.join(workspace, TRANSCRIPTS))) expect(file(`${TRANSCRIPTS}/${name}`)).not.toContain("cache_control");
+    expect(JSON.stringify(sessionLines(workspace))).not.toContain("cache_control");
   });
 
   it("ends its turn with one line of the turn's tokens and cost, the one its page quotes (s14)", async () => {
     await replayed();
     const lines = printed.filter((line) => line.startsWith("[this turn:"));
-    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 34,384 cache read, 9,910 cache write; $0.0420]"]);
+    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 37,677 cache read, 10,346 cache write; $0.0434]"]);
     for (const page of ["full.md", "ja/full.md"]) expect(readFileSync(path.join(REPO_ROOT, "docs", page), "utf8"), page).toContain(lines[0]);
   });
 
@@ -288,7 +309,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
   quietStdout();
   const replay = useReplay();
 
-  it("compacts when asked: the summary replaces the history, pairs stay whole, the transcript keeps everything (s11)", async () => {
+  it("compacts when asked: the summary replaces the history, pairs stay whole, the session log keeps everything and the compaction (s11, s16)", async () => {
     writeFileSync("notes.txt", "first note\n");
     const running = replay(
       scenarioOf([
@@ -300,7 +321,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
       ]),
     );
     await full.prepareReplay({ description: "", prompts: [], replies: [] });
-    const messages = await runTurns(full.agentLoop, ["Read the notes, then make room."]);
+    const messages = await inSession(full.agentLoop, ["Read the notes, then make room."]);
     const requests = running.requests;
     expect(requests).toHaveLength(5);
     expect(requests[2].tool_choice).toEqual({ type: "none" });
@@ -310,10 +331,33 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(JSON.stringify(after.messages)).toContain("Summary: notes.txt was read");
     expect(JSON.stringify(after.messages)).not.toContain("first note");
     for (const request of requests) expect(pairProblems(request)).toEqual([]);
-    const transcript = readdirSync(TRANSCRIPTS).map((name) => readFileSync(`${TRANSCRIPTS}/${name}`, "utf8")).join("");
-    // Written before each request, and each reply as it arrives: the one that ended the turn too.
-    for (const message of messages) expect(transcript).toContain(JSON.stringify(message));
-    expect(transcript).not.toContain("cache_control");
+    // Each message as it entered the history, and the compaction where it happened: after the five it replaced.
+    const [, ...logged] = sessionLines();
+    const summary = { role: "user", content: [{ type: "text", text: textOf(after.messages[0].content) }] }; // as sent, but for its breakpoint
+    expect(logged).toEqual(JSON.parse(JSON.stringify([...messages.slice(0, 5), { compaction: { cut: 5, summary } }, ...messages.slice(5)])));
+    expect(JSON.stringify(logged)).not.toContain("cache_control");
+  });
+
+  it("a compacted session resumed (--continue) sends the summary and what came after, not the whole history again (s11, s16)", async () => {
+    writeFileSync("notes.txt", "first note\n");
+    const running = replay(
+      scenarioOf([
+        reply.tools([{ name: "read_file", input: { path: "notes.txt" } }]),
+        reply.tools([{ name: "compact", input: {} }]),
+        reply.text("Summary: notes.txt holds one note."), // the summary request
+        reply.text("Room made."),
+        reply.text("It holds one note."), // the resumed session's first request
+      ]),
+    );
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await inSession(full.agentLoop, ["Read the notes, then make room."]);
+    // The program ends here; a new one resumes the session written to last.
+    await inSession(full.agentLoop, ["What did the notes say?"], full.startHistory(["--continue"]));
+    const resumed = running.requests[4];
+    expect(JSON.stringify(resumed.messages)).toContain("Summary: notes.txt holds one note.");
+    expect(JSON.stringify(resumed.messages)).not.toContain("first note");
+    expect(resumed.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]); // the summary, "Room made.", the new prompt
+    expect(pairProblems(resumed)).toEqual([]);
   });
 
   it("compacts the conversation that asked: compact and task in one reply summarise the parent's, never the subagent's", async () => {
@@ -402,7 +446,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(full.TOOLS.map((t) => t.name)).not.toContain("shout");
   });
 
-  it("keeps its notes (transcripts, large results) out of git and out of search; skills and memory stay the project's (s07, s11)", async () => {
+  it("keeps its notes (session logs, large results) out of git and out of search; skills and memory stay the project's (s07, s16)", async () => {
     execFileSync("git", ["init", "-q"]);
     mkdirSync("skills/notes", { recursive: true });
     writeFileSync("skills/notes/SKILL.md", "---\nname: notes\ndescription: Keep notes.\n---\nWrite them down.\n");
@@ -410,12 +454,12 @@ describe("the capstone's mechanisms beyond the demo", () => {
     writeFileSync(".agent/MEMORY.md", "# Memory\n");
     writeFileSync("big.txt", Array.from({ length: 3000 }, (_, i) => `NEEDLE-77 line ${i + 1}`).join("\n"));
     const run = async (name: string, input: Record<string, unknown>) => resultText(await full.runTool({ type: "tool_use", id: `toolu_${name}`, name, input } as ToolUseBlock));
-    // A result too large to send goes to .agent/tool-results; the conversation goes to the transcript.
+    // A result too large to send goes to .agent/tool-results; the conversation goes to the session log.
     expect(await run("grep", { pattern: "NEEDLE-77", output_mode: "content", head_limit: 0 })).toContain(".agent/tool-results/toolu_grep.txt");
     replay(scenarioOf([reply.text("NEEDLE-77 is everywhere.")]));
     await full.prepareReplay({ description: "", prompts: [], replies: [] });
-    await runTurns(full.agentLoop, ["Where is NEEDLE-77?"]);
-    for (const folder of [TRANSCRIPTS, ".agent/tool-results"]) expect(readFileSync(`${folder}/.gitignore`, "utf8"), folder).toBe("*\n");
+    await inSession(full.agentLoop, ["Where is NEEDLE-77?"]);
+    for (const folder of [SESSIONS, ".agent/tool-results"]) expect(readFileSync(`${folder}/.gitignore`, "utf8"), folder).toBe("*\n");
     const untracked = execFileSync("git", ["status", "--porcelain", "--untracked-files=all"], { encoding: "utf8" }).trim().split("\n");
     expect(untracked.sort()).toEqual(["?? .agent/MEMORY.md", "?? big.txt", "?? skills/notes/SKILL.md"]);
     // Searches leave the agent's folder out: only the project's own file has the word.
@@ -423,7 +467,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
     expect(await run("glob", { pattern: "**/*.jsonl" })).toMatch(/^No files/);
   });
 
-  it("one-shot mode: every message, the last reply too, is in the transcript when the program ends (s11)", async () => {
+  it("one-shot mode: every message, the last reply too, is in the session log when the program ends (s11, s16)", async () => {
     vi.stubEnv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef");
     vi.resetModules();
     try {
@@ -431,8 +475,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
       writeFileSync("a.txt", "a");
       const { code, output } = await runMain(FILE, ["read a.txt"]);
       expect(code, output).toBe(0);
-      const [name] = readdirSync(TRANSCRIPTS).filter((file) => file.endsWith(".jsonl"));
-      const lines = readFileSync(`${TRANSCRIPTS}/${name}`, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as MessageParam);
+      const lines = sessionLines().slice(1) as unknown as MessageParam[];
       expect(lines.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
       expect(JSON.stringify(lines[3])).toContain("FINAL REPORT");
     } finally {
@@ -482,7 +525,7 @@ describe("the capstone's mechanisms beyond the demo", () => {
       ]),
     );
     await full.prepareReplay({ description: "", prompts: [], replies: [] });
-    await runTurns(full.agentLoop, ["How many files?", "Thanks."]);
+    await runTurns(full.runTurn, ["How many files?", "Thanks."]); // the program's turn, which tallies it (s14 with s17)
     // claude-sonnet-5-5: $2 in, $10 out, $0.10 a cache read, $2.50 a cache write, per million tokens.
     expect(printed.filter((line) => line.startsWith("[this turn:"))).toEqual([
       "[this turn: 17 in, 321 out, 2,200 cache read, 2,140 cache write; $0.0088]",
@@ -686,6 +729,503 @@ describe("the capstone's large results stay bounded (s07)", () => {
   });
 });
 
+describe("the capstone's sessions: each message on disk as it enters the history, --continue and --resume (s16)", () => {
+  const workspace = useWorkspace();
+  const printed = usePrinted();
+  quietStdout();
+  const replay = useReplay();
+  type Stage16 = Full & { repaired(logged: MessageParam[]): { messages: MessageParam[]; notes: string[] }; INTERRUPTED: string };
+  const stage16 = full as unknown as Stage16;
+  const header = (id: string) => ({ session: id, version: 1, started: "2025-06-01T09:00:00.000Z" });
+  function writeSession(id: string, lines: unknown[], tail = ""): string {
+    mkdirSync(SESSIONS, { recursive: true });
+    const file = path.join(SESSIONS, `${id}.jsonl`);
+    writeFileSync(file, [header(id), ...lines].map((line) => `${JSON.stringify(line)}\n`).join("") + tail);
+    return file;
+  }
+  const user = (content: unknown) => ({ role: "user", content }) as MessageParam;
+  const assistant = (...content: unknown[]) => ({ role: "assistant", content }) as MessageParam;
+  const call = (id: string) => ({ type: "tool_use", id, name: "bash", input: { command: "make" } });
+  const interrupted = (id: string) => ({ type: "tool_result", tool_use_id: id, is_error: true, content: stage16.INTERRUPTED });
+  const refused = (args: string[]) => {
+    try {
+      full.startHistory(args);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return "resumed";
+  };
+  const KEY = "sk-ant-test-0123456789abcdef";
+  /** The capstone loaded afresh with a key, for runMain; its modules are reset afterwards. */
+  async function withKey<T>(work: () => Promise<T>): Promise<T> {
+    vi.stubEnv("ANTHROPIC_API_KEY", KEY);
+    vi.resetModules();
+    try {
+      return await work();
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
+  }
+
+  it("no file until the first message; then a header and a line per message, 0600, in a folder git ignores; a copy writes nothing; a failed write is caught up", () => {
+    writeFileSync(".agent", "a file where the folder would go");
+    const log = full.startHistory();
+    log.push(user("one"));
+    expect(printed.filter((line) => line.startsWith("[warning] the session cannot be saved"))).toHaveLength(1);
+    rmSync(".agent");
+    log.push(assistant({ type: "text", text: "two" }));
+    log.slice().push(user("a copy: not logged"));
+    const [first, ...logged] = sessionLines();
+    expect(first).toMatchObject({ session: log.id, version: 1 });
+    expect(logged).toEqual([user("one"), assistant({ type: "text", text: "two" })]);
+    expect(statSync(path.join(SESSIONS, `${log.id}.jsonl`)).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(SESSIONS, ".gitignore"), "utf8")).toBe("*\n");
+  });
+
+  it("a file another program wrote to (the same session resumed twice): the session goes on in a new file, whole, and a prompt a hook takes back is not cut from the other's lines", () => {
+    const mine = full.startHistory();
+    mine.push(user("one"));
+    const first = mine.id!;
+    mine.push(user("taken back"));
+    const other = full.startHistory(["--resume", first]);
+    other.push(user("from the other program"));
+    // pop (s17's hook taking a prompt back) must not cut the other program's line off the file.
+    mine.pop();
+    expect([...full.startHistory(["--resume", first])]).toEqual([user("one"), user("taken back"), user("from the other program")]);
+    mine.push(assistant({ type: "text", text: "two" }));
+    expect(mine.id).not.toBe(first);
+    expect(printed.join("\n")).toContain(`[warning] ${SESSIONS}/${first}.jsonl is not as this program left it (another program wrote to it, a write was cut short, or it was removed): the session goes on in ${SESSIONS}/${mine.id}.jsonl, whole`);
+    expect([...full.startHistory(["--resume", mine.id!])]).toEqual([user("one"), assistant({ type: "text", text: "two" })]);
+    // As this program left it, pop takes the line back from the file too.
+    mine.push(user("three"));
+    mine.pop();
+    expect([...full.startHistory(["--resume", mine.id!])]).toEqual([user("one"), assistant({ type: "text", text: "two" })]);
+  });
+
+  it("as a program: --continue and --resume <id> carry on a session in its own file; --resume alone lists them; --help names both; a misspelt flag exits 2", async () => {
+    writeSession("20250601-090000-aaaaaa", [user("Remember the number 7."), assistant({ type: "text", text: "I will." })]);
+    writeSession("20250602-090000-bbbbbb", [user("in b"), assistant({ type: "text", text: "b" })]);
+    utimesSync(path.join(SESSIONS, "20250602-090000-bbbbbb.jsonl"), Date.now() / 1000 - 3600, Date.now() / 1000 - 3600);
+    const served = replay(scenarioOf([reply.text("It was 7."), reply.text("b it is")]));
+    await withKey(async () => {
+      expect((await runMain(FILE, ["--continue", "Which number?"])).code).toBe(0);
+      expect(served.requests[0].messages.map((m) => textOf(m.content))).toEqual(["Remember the number 7.", "I will.", "Which number?"]);
+      expect((await runMain(FILE, ["--resume", "20250602-090000-bbbbbb", "which one?"])).code).toBe(0);
+      expect(textOf(served.requests[1].messages[0].content)).toBe("in b");
+      const list = await runMain(FILE, ["--resume"]);
+      expect(list.code).toBe(0);
+      expect(list.output).toMatch(/^Sessions in \.agent\/sessions\/, the one written to last first \(--resume <id> resumes one\):\n {2}20250602-090000-bbbbbb {2}[\d-]+ [\d:]+ {2}4 messages {2}"in b"\n {2}20250601-090000-aaaaaa /);
+      const help = await runMain(FILE, ["--help"]);
+      expect(help.output).toContain("--continue              resume the session of this workspace written to last");
+      expect(help.output).toContain("--resume <id>           resume that session; --resume alone lists the sessions");
+      expect((await runMain(FILE, ["--contineu"])).code).toBe(2);
+      expect(await runMain(FILE, ["--resume", "nope", "hi"])).toEqual({ code: 1, output: '[error] "nope" is not a session id (ids look like 20250601-142233-a1b2c3); --resume alone lists the sessions\n' });
+    });
+    expect(readFileSync(path.join(SESSIONS, "20250601-090000-aaaaaa.jsonl"), "utf8").trimEnd().split("\n")).toHaveLength(5); // appended to, never rewritten
+    expect(await runMain(FILE, ["--continue"])).toEqual({ code: 1, output: "[error] resuming a session needs a real model, and no key is set (see --help); without one, --replay resume shows a session resumed offline\n" });
+  });
+
+  it("repairs on load what the program's end left: a cut last line, a call with no result (alone or beside another's), an empty message; and never rewrites a line", () => {
+    const file = writeSession("20250601-090000-aaaaaa", [user("build"), assistant(call("toolu_1"), call("toolu_2")), user([{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }]), assistant()], '{"role":"user","content":"thr');
+    const history = full.startHistory(["--continue"]);
+    expect([...history]).toEqual([user("build"), assistant(call("toolu_1"), call("toolu_2")), user([interrupted("toolu_1"), { type: "tool_result", tool_use_id: "toolu_2", content: "ok" }])]);
+    expect(printed).toContain("[warning] line 6 (29 bytes) was cut short when the program ended: it is left out");
+    expect(printed).toContain("[repaired] line 5 is an empty assistant message: it is left out");
+    const before = readFileSync(file, "utf8");
+    expect([...full.startHistory(["--continue"])]).toEqual([...history]);
+    expect(readFileSync(file, "utf8")).toBe(before);
+    const ended = stage16.repaired([user("go"), assistant(call("toolu_3"))]).messages;
+    expect(ended.at(-1)).toEqual(user([interrupted("toolu_3")]));
+    expect(() => stage16.repaired([user("go"), assistant({ type: "text", text: "hm" }), user([{ type: "tool_result", tool_use_id: "toolu_x", content: "" }])])).toThrow("answers no call");
+    expect(() => stage16.repaired([assistant({ type: "text", text: "hello" })])).toThrow("its first message is not the person's");
+  });
+
+  it("refuses what is not a session, naming it: not JSON, no header, a line that is neither a message nor a compaction, a FIFO, a link, binary, over 10 MB, a folder that leads out", () => {
+    const id = "20250601-090000-aaaaaa";
+    const given = `${SESSIONS}/${id}.jsonl`;
+    mkdirSync(SESSIONS, { recursive: true });
+    writeFileSync(given, "PK\u0003\u0004 some zip\n");
+    expect(refused(["--resume", id])).toBe(`${given} is not a session: its first line is not a session header`);
+    writeSession(id, [user("fine"), { role: "system", content: "no" }]);
+    expect(refused(["--resume", id])).toBe(`${given} is not a session: line 3 is not a message (a JSON object with a role and content) nor a compaction`);
+    writeSession(id, [user("fine"), { compaction: { cut: 5, summary: user("more than there is") } }]);
+    expect(refused(["--resume", id])).toMatch(/line 3 is not a message/);
+    rmSync(given);
+    execFileSync("mkfifo", [given]);
+    expect(refused(["--resume", id])).toBe(`${given} is a FIFO (named pipe), not a regular file; only regular files are read`);
+    rmSync(given);
+    symlinkSync("/dev/zero", given);
+    expect(refused(["--resume", id])).toBe(`${given} is a symlink, not a session: it is not followed`);
+    rmSync(given);
+    writeFileSync(given, Buffer.from([0x7b, 0, 0x7d, 10]));
+    expect(refused(["--resume", id])).toMatch(/looks binary/);
+    writeFileSync(given, `${JSON.stringify(header(id))}\n${"x".repeat(10 * 1024 * 1024)}\n`);
+    expect(refused(["--resume", id])).toBe(`${given} is 10.0 MB, over the 10 MB limit; a history that large could not be sent to the model anyway`);
+    rmSync(SESSIONS, { recursive: true });
+    const outside = `${workspace.dir}-outside`;
+    mkdirSync(outside);
+    try {
+      symlinkSync(outside, SESSIONS);
+      full.startHistory().push(user("secret plans"));
+      expect(readdirSync(outside)).toEqual([]);
+      expect(refused(["--continue"])).toBe(`${SESSIONS} is a symlink: sessions are kept only in the workspace's own ${SESSIONS}/`);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("replays s16's resumed session (its sessionFlags, the earlier session in its files): the interrupted call answered, every request one the API takes", async () => {
+    const scenario = loadScenario("s16", "resume");
+    const session = await replayScenario(full, scenario, { workspace: workspace.dir });
+    expect(session.problems).toEqual([]);
+    expect(session.requests[0].messages[4]).toEqual(user([interrupted("toolu_s16_earlier_02")]));
+    for (const request of session.requests) expect(apiProblem(request)).toBeUndefined();
+    expect(sessionLines()).toHaveLength(1 + 4 + 1 + 7); // the header, the earlier 4, the prompt, 4 replies and 3 results
+  });
+
+  it("a program killed during a call leaves the prompt and the call on disk; --continue answers the call as interrupted (a real process)", async () => {
+    const command = "echo $$ > sleeper.pid; exec sleep 30";
+    const standIn = await startStandIn(scenarioOf([reply.tools([{ id: "toolu_killed", name: "bash", input: { command } }]), reply.text("never sent")]));
+    const env = { ...withTmpdir(process.env, workspace.dir), ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: standIn.url, APPROVAL_MODE: "yolo" };
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, FILE, "Wait for the build."], { cwd: workspace.dir, env, stdio: "ignore" });
+    const pidFile = path.join(workspace.dir, "sleeper.pid");
+    try {
+      expect(await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), 20_000)).toBe(true);
+      child.kill("SIGKILL");
+      await once(child, "close");
+    } finally {
+      child.kill("SIGKILL");
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      if (pid > 0) process.kill(pid, "SIGKILL");
+      await standIn.close();
+    }
+    expect(sessionLines().slice(1)).toEqual([user("Wait for the build."), assistant({ type: "tool_use", id: "toolu_killed", name: "bash", input: { command } })]);
+    const history = full.startHistory(["--continue"]);
+    history.push(user("Did it finish?"));
+    expect(history.slice(-2)).toEqual([user([interrupted("toolu_killed")]), user("Did it finish?")]);
+  });
+});
+
+describe("the capstone's rules and hooks: the person's, and the project's once trusted (s17)", () => {
+  const workspace = useWorkspace();
+  const printed = usePrinted();
+  quietStdout();
+  const replay = useReplay();
+  type Stage17 = Full & { loadSettings(): Promise<string[]>; ruleFor(tool: string, params: object): { list: string; rule: { text: string } } | undefined };
+  const PERSONAL = () => path.join(os.homedir(), ".agent", "settings.json");
+  const writeJson = (file: string, data: unknown) => (mkdirSync(path.dirname(file), { recursive: true }), writeFileSync(file, JSON.stringify(data)));
+  /** The person's own settings, then the settings loaded as a session starts (after discovery, as prepareReplay does). */
+  const mine = async (settings: unknown, stage: Full = full) => (writeJson(PERSONAL(), settings), (stage as Stage17).loadSettings());
+  const listOf = (tool: string, params: object, stage: Full = full) => (stage as Stage17).ruleFor(tool, params)?.list;
+  let ids = 0;
+  const run = async (name: string, input: object, stage: Full = full) => {
+    const result = await stage.runTool({ type: "tool_use", id: `toolu_s17_${++ids}`, name, input } as ToolUseBlock);
+    return { text: resultText(result), isError: result.is_error === true };
+  };
+  /** The capstone loaded afresh in an approval mode (read at load), with the terminal module it uses. */
+  async function fullIn(mode: string): Promise<Full & { term: typeof term }> {
+    vi.stubEnv("APPROVAL_MODE", mode);
+    vi.resetModules();
+    try {
+      return { ...((await import(FILE)) as Full), term: await import("../lib/runtime/terminal.ts") };
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  }
+  afterEach(async () => {
+    rmSync(PERSONAL(), { force: true });
+    await (full as Stage17).loadSettings(); // no rule or hook left for the next test
+    term.useTerminal(term.nobody);
+  });
+  afterAll(() => vi.resetModules());
+
+  it("each rule form matches what it says; read_file's deny and ask rules hold for grep, glob and ls, and grep's walk leaves denied files out", async () => {
+    mkdirSync("secrets");
+    writeFileSync("secrets/key", "NEEDLE sk-secret\n");
+    writeFileSync("notes.txt", "NEEDLE in the notes\n");
+    expect(await mine({ permissions: { allow: ["bash(git status:*)", "edit_file(src/**)"], deny: ["read_file(secrets/**)", "web_fetch(domain:example.com)"], ask: ["ls(docs)"] } })).toEqual([]);
+    expect(["git status", "git status --short", "git stash", "git status && rm x"].map((command) => listOf("bash", { command }))).toEqual(["allow", "allow", undefined, undefined]);
+    expect([listOf("edit_file", { path: "src/a.ts" }), listOf("edit_file", { path: "lib/a.ts" })]).toEqual(["allow", undefined]);
+    expect(["https://EXAMPLE.com./a", "https://www.example.com/", "https://example.com.evil.io/"].map((url) => listOf("web_fetch", { url }))).toEqual(["deny", undefined, undefined]);
+    expect([listOf("grep", { pattern: "x", path: "secrets" }), listOf("glob", { pattern: "*", path: "secrets" }), listOf("ls", { path: "./secrets" }), listOf("ls", { path: "docs" })]).toEqual(["deny", "deny", "deny", "ask"]);
+    expect(await run("grep", { pattern: "NEEDLE", output_mode: "content" })).toEqual({ text: "notes.txt:1: NEEDLE in the notes", isError: false });
+    expect(await run("read_file", { path: "secrets/key" })).toEqual({ text: "Not run: the rule deny read_file(secrets/**) (permissions.deny[0] in ~/.agent/settings.json) forbids it.", isError: true });
+    expect(printed.join("\n")).not.toContain("sk-secret");
+  });
+
+  it("deny before ask before allow; an allowed call runs with no one there; ask asks every time; deny holds in yolo, plan refuses an allowed command; no allow covers .agent/", async () => {
+    await mine({ permissions: { allow: ["bash(echo allowed)", "write_file", "read_file"], ask: ["read_file(notes.txt)"], deny: ["bash(rm:*)"] } });
+    expect(await run("bash", { command: "echo allowed" })).toEqual({ text: "allowed\n", isError: false });
+    expect(printed.join("\n")).toContain("[allowed by bash(echo allowed) (permissions.allow[0] in ~/.agent/settings.json)]");
+    expect((await run("bash", { command: "echo other" })).text).toMatch(/^Not run: bash needs a person's approval .* no one is at the terminal/);
+    expect((await run("write_file", { path: ".agent/settings.json", content: "{}" })).text).toMatch(/no one is at the terminal/);
+    writeFileSync("notes.txt", "hello\n");
+    term.useTerminal(term.scriptedTerminal(["a", "y"], new PassThrough() as unknown as NodeJS.WriteStream));
+    expect(await run("read_file", { path: "notes.txt" })).toEqual({ text: "     1\thello", isError: false });
+    expect(await run("read_file", { path: "notes.txt" })).toEqual({ text: "     1\thello", isError: false }); // "a" did not cover it: asked again
+    expect(printed.filter((line) => line.includes("(the rule ask read_file(notes.txt), permissions.ask[0]"))).toHaveLength(2);
+    const yolo = await fullIn("yolo");
+    await mine({ permissions: { deny: ["bash(rm:*)"] } }, yolo);
+    expect(await run("bash", { command: "touch x && FOO=1 rm -f notes.txt" }, yolo)).toMatchObject({ isError: true, text: expect.stringContaining("deny bash(rm:*)") });
+    expect(existsSync("notes.txt")).toBe(true);
+    const plan = await fullIn("plan");
+    await mine({ permissions: { allow: ["bash(touch made)"] } }, plan);
+    expect(await run("bash", { command: "touch made" }, plan)).toMatchObject({ isError: true, text: expect.stringContaining("plan mode") });
+    expect(existsSync("made")).toBe(false);
+  });
+
+  it("one settings file for s08 and s17: tools and servers beside permissions and hooks; a rule may name a tool found outside; trust is one record", async () => {
+    const declarations = JSON.stringify([{ name: "shout", description: "Upper-case a text.", parameters: { type: "object", properties: { text: { type: "string" } } } }]);
+    const tools = { toolDiscoveryCommand: `echo '${declarations}'`, toolCallCommand: "f() { tr a-z A-Z; }; f" };
+    const project = { tools, permissions: { allow: ["shout"], deny: ["bash(touch denied)"], ask: ["Bash"] }, hooks: { PreToolUse: [{ matcher: "shout", command: "touch hook-ran" }] } };
+    writeJson(".agent/settings.json", project);
+    writeJson(PERSONAL(), { theme: "dark", trustedProjects: { [workspace.dir]: { tools } } }); // s08's yes, from an earlier session
+    term.useTerminal(term.scriptedTerminal(["a"], new PassThrough() as unknown as NodeJS.WriteStream));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    expect(full.TOOLS.map((t) => t.name)).toContain("shout"); // s08 read the file whole: permissions and hooks are no unknown setting
+    expect(printed.filter((line) => line.startsWith("[tools]") || line.startsWith("[settings]"))).toEqual([
+      "[tools] discovery command: shout",
+      expect.stringMatching(/^\[settings\] \.agent\/settings\.json: permissions\.ask\[0\] "Bash" cannot be read: this agent has no tool "Bash" \(its tools: bash, read_file, .*, shout; names are case-sensitive\); it is ignored$/),
+    ]);
+    expect(await run("shout", { text: "hi" })).toEqual({ text: '{"TEXT":"HI"}', isError: false });
+    expect(existsSync("hook-ran")).toBe(true);
+    expect(listOf("bash", { command: "touch denied" })).toBe("deny");
+    expect(JSON.parse(readFileSync(PERSONAL(), "utf8"))).toEqual({
+      theme: "dark",
+      trustedProjects: { [workspace.dir]: { tools, permissions: { allow: ["shout"] }, hooks: { PreToolUse: project.hooks.PreToolUse, PostToolUse: [], UserPromptSubmit: [], Stop: [] } } },
+    });
+    rmSync(".agent/settings.json");
+    await full.prepareReplay({ description: "", prompts: [], replies: [] }); // drops the found tool again
+  });
+
+  it("with no one to trust them, the project's deny rules count and its allow rules and hooks do not", async () => {
+    writeJson(".agent/settings.json", { permissions: { allow: ["bash(touch allowed)"], deny: ["bash(touch denied)"] }, hooks: { PreToolUse: [{ command: "touch hook-ran" }] } });
+    expect(await (full as Stage17).loadSettings()).toEqual([
+      "not used: permissions.allow[0], hooks.PreToolUse[0] (no one is at the terminal to trust them: start the agent at a terminal once, or list them under trustedProjects in ~/.agent/settings.json)",
+    ]);
+    expect(await run("bash", { command: "touch denied" })).toMatchObject({ isError: true, text: expect.stringContaining("deny bash(touch denied)") });
+    expect(await run("bash", { command: "touch allowed" })).toMatchObject({ isError: true, text: expect.stringContaining("no one is at the terminal") });
+    expect(["allowed", "denied", "hook-ran"].filter((name) => existsSync(name))).toEqual([]);
+  });
+
+  it("PreToolUse gets the call on stdin and exit 2 blocks it; PostToolUse's words follow a large result's preview, so the model reads them", async () => {
+    await mine({
+      permissions: { allow: ["bash"] },
+      hooks: { PreToolUse: [{ matcher: "bash", command: "cat > seen.json; grep -q forbidden seen.json && { echo 'not that' >&2; exit 2; }; exit 0" }], PostToolUse: [{ matcher: "bash", command: "echo 'lint: clean'" }] },
+    });
+    expect(await run("bash", { command: "echo forbidden > f" })).toEqual({ text: "Not run: a PreToolUse hook blocked it: not that", isError: true });
+    expect(existsSync("f")).toBe(false);
+    const big = await run("bash", { command: "seq 1 20000" });
+    expect(JSON.parse(readFileSync("seen.json", "utf8"))).toEqual({ hook_event_name: "PreToolUse", cwd: workspace.dir, tool_name: "bash", tool_input: { command: "seq 1 20000" } });
+    expect(big.text).toMatch(/The whole result is in \.agent\/tool-results\/toolu_s17_\d+\.txt[^]*\n20000\n\n\n<post-tool-use-hook>\nlint: clean\n<\/post-tool-use-hook>$/);
+    expect(big.text.length).toBeLessThan(8_000);
+  });
+
+  it("UserPromptSubmit: its words join the prompt, in the history and the session log; exit 2 takes the prompt back, from the log too", async () => {
+    await mine({ hooks: { UserPromptSubmit: [{ command: "grep -q key && { echo 'no secrets in prompts' >&2; exit 2; }; echo 'branch: main'" }] } });
+    const served = replay(scenarioOf([reply.text("On main.")], { prompts: ["Which branch?"] }));
+    const history = await inSession(full.runTurn, ["Which branch?", "my key is sk-123"]);
+    const hooked = { role: "user", content: "Which branch?\n\n<user-prompt-submit-hook>\nbranch: main\n</user-prompt-submit-hook>" };
+    expect(textOf(served.requests[0].messages[0].content)).toBe(hooked.content);
+    expect([...history]).toEqual([hooked, { role: "assistant", content: expect.any(Array) }]);
+    expect(sessionLines().slice(1)).toEqual(JSON.parse(JSON.stringify([...history])));
+    expect(printed).toContain("[not sent: a UserPromptSubmit hook blocked the prompt: no secrets in prompts]");
+  });
+
+  it("Stop exit 2 sends the model back, at most 3 more times, in one turn with one line of its tokens", async () => {
+    await mine({ hooks: { Stop: [{ command: "echo 'tests still fail' >&2; exit 2" }] } });
+    const served = replay(scenarioOf([reply.text("Done."), reply.text("Really done."), reply.text("Done now."), reply.text("Truly.")], { prompts: ["Fix it."] }));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] }); // the tallies at zero; the settings read again
+    await inSession(full.runTurn, ["Fix it."]);
+    expect(served.requests).toHaveLength(4);
+    expect(textOf(served.requests[1].messages.at(-1)!.content)).toBe("<stop-hook>\nA Stop hook did not let the turn end yet:\ntests still fail\n</stop-hook>");
+    expect(printed).toContain("[a Stop hook still objects after 3 more rounds; the turn ends: tests still fail]");
+    expect(printed.filter((line) => line.startsWith("[this turn:"))).toEqual([expect.stringMatching(/^\[this turn: \d+ in/)]);
+    expect(full.sessionTally().requests).toBe(4);
+  });
+
+  it("a subagent's calls meet the same rules and hooks as the parent's", async () => {
+    await mine({ permissions: { deny: ["bash(rm:*)"] }, hooks: { PreToolUse: [{ command: "cat >> calls.jsonl; echo >> calls.jsonl" }] } });
+    const served = replay(
+      scenarioOf([
+        reply.tools([{ id: "toolu_side", name: "task", input: { description: "clean", prompt: "Remove build/." } }]),
+        reply.tools([{ id: "toolu_child_rm", name: "bash", input: { command: "rm -rf build" } }]),
+        reply.text("I could not remove it: a rule forbids rm."),
+        reply.text("The subagent was refused."),
+      ]),
+    );
+    mkdirSync("build");
+    await inSession(full.runTurn, ["Clean up."]);
+    const refusal = served.requests[2].messages.at(-1)!.content as ToolResultBlockParam[];
+    expect(resultText(refusal[0])).toBe("Not run: the rule deny bash(rm:*) (permissions.deny[0] in ~/.agent/settings.json) forbids it.");
+    expect(existsSync("build")).toBe(true);
+    expect(readFileSync("calls.jsonl", "utf8").trim().split("\n").map((line) => JSON.parse(line).tool_name)).toEqual(["task"]); // a denied call reaches no hook
+  });
+});
+
+describe("the capstone's background tasks: bash run_in_background, bash_output, kill_task, and their notices (s18)", () => {
+  const workspace = useWorkspace();
+  const printed = usePrinted();
+  quietStdout();
+  const replay = useReplay();
+  type Stage18 = Full & {
+    loadSettings(): Promise<string[]>;
+    taskList(): { id: string; status: string }[];
+    TASK_LIMITS: { running: number; timeLimitMs: number; finishedKept: number; noticeLines: number };
+  };
+  const stage18 = full as unknown as Stage18;
+  const limits = { ...stage18.TASK_LIMITS };
+  const PERSONAL = () => path.join(os.homedir(), ".agent", "settings.json");
+  beforeEach(async () => {
+    // The person allows every command (s17): the approval itself is tested in s18's own tests.
+    mkdirSync(path.dirname(PERSONAL()), { recursive: true });
+    writeFileSync(PERSONAL(), JSON.stringify({ permissions: { allow: ["bash"] } }));
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+  });
+  afterEach(async () => {
+    Object.assign(stage18.TASK_LIMITS, limits);
+    rmSync(PERSONAL(), { force: true });
+    await full.prepareReplay({ description: "", prompts: [], replies: [] }); // ends what a test left running
+  });
+  let ids = 0;
+  const run = async (name: string, input: object) => full.runTool({ type: "tool_use", id: `toolu_s18_${++ids}`, name, input } as ToolUseBlock);
+  const background = (command: string) => run("bash", { command, run_in_background: true });
+  const statusOf = (id: string) => stage18.taskList().find((task) => task.id === id)?.status;
+  async function pidsIn(file: string, count: number): Promise<number[]> {
+    const read = () => (existsSync(file) ? readFileSync(file, "utf8").trim().split(/\s+/).filter(Boolean).map(Number) : []);
+    await eventually(() => read().length >= count, 3000);
+    return read();
+  }
+  /** Where the notices are in a request: the tool_use ids of the results holding one, and "prompt N" for a text message. */
+  const noticePlaces = (request: MessageCreateParams) =>
+    request.messages.flatMap((message, i) =>
+      blocksOf(message).length === 0 || typeof message.content === "string"
+        ? (textOf(message.content).includes("<notice>") ? [`prompt ${i}`] : [])
+        : blocksOf(message).flatMap((block) => (block.type === "tool_result" && resultText(block as ToolResultBlockParam).includes("<notice>") ? [block.tool_use_id!] : block.type === "text" && block.text?.includes("<notice>") ? [`prompt ${i}`] : [])),
+    );
+
+  it("answers at once with bg_1 while the command runs on; bash_output gives what is new and the status; kill_task ends it and all it started", async () => {
+    const first = await background("echo one; while [ ! -e go ]; do sleep 0.02; done; echo two; exit 3");
+    expect(resultText(first)).toBe('Started bg_1 in the background. Read its output with bash_output ("bg_1"), end it with kill_task; you will be told when it ends.');
+    expect(statusOf("bg_1")).toBe("running");
+    // bash_output reads what is new, so read until "one" has come (it may take a few reads).
+    let seen = "";
+    for (let i = 0; i < 100 && !seen.includes("one\n"); i++) {
+      seen += resultText(await run("bash_output", { task_id: "bg_1" })).split("\n").slice(2).join("\n");
+      if (!seen.includes("one\n")) await new Promise((done) => setTimeout(done, 20));
+    }
+    expect(seen).toContain("one\n");
+    writeFileSync("go", "");
+    expect(await eventually(() => statusOf("bg_1") !== "running")).toBe(true);
+    expect(resultText(await run("bash_output", { task_id: "bg_1" }))).toMatch(/^bg_1 \(.*\): exit code 3\.\nOutput since the last read:\ntwo\n$/);
+    await background("echo $$ > pids; sleep 30 & echo $! >> pids; setsid sleep 30 > /dev/null 2>&1 & echo $! >> pids; wait");
+    const pids = await pidsIn("pids", 3);
+    try {
+      expect(resultText(await run("kill_task", { task_id: "bg_2" }))).toMatch(/^Ended bg_2 and everything it started\.\nbg_2 \(.*\): ended by kill_task\./);
+      expect(await eventually(() => pids.every((pid) => !isRunning(pid)), 1500), `still running: ${pids.filter(isRunning)}`).toBe(true);
+    } finally {
+      killAll(pids);
+    }
+  });
+
+  it("runs at most 8 at once: the ninth is an error naming the eight", async () => {
+    for (let i = 1; i <= 8; i++) await background(`sleep 30 # task ${i}`);
+    const ninth = await background("echo nine");
+    expect(ninth.is_error).toBe(true);
+    expect(resultText(ninth)).toMatch(/^Error: 8 background tasks are running, the most at once: bg_1 \(sleep 30 # task 1\), .*bg_8 \(sleep 30 # task 8\)\. Read them with bash_output/);
+  });
+
+  it("a notice rides in the last result of the next reply, once, after s09's reminder (both there, in that order), its is_error kept", async () => {
+    const todo = (status: string) => ({ name: "todo_write", input: { todos: [{ id: "a", content: "Build and test", status }] } });
+    const meanwhile = { name: "bash", input: { command: "while [ ! -e built ]; do sleep 0.02; done; sleep 0.1; echo tests ok" } };
+    const session = replay(
+      scenarioOf([
+        reply.tools([todo("in_progress"), { name: "bash", input: { command: "echo compiling; touch built", run_in_background: true } }]),
+        reply.tools([{ name: "ls", input: {} }]),
+        reply.tools([{ name: "ls", input: {} }]),
+        reply.tools([meanwhile, { id: "toolu_missing", name: "read_file", input: { path: "missing.txt" } }]),
+        reply.tools([{ name: "ls", input: {} }]),
+        reply.text("done"),
+      ]),
+    );
+    await inSession(full.runTurn, ["build, and test meanwhile"]);
+    for (const request of session.requests) expect(pairProblems(request)).toEqual([]);
+    expect(noticePlaces(session.requests.at(-1)!)).toEqual(["toolu_missing"]);
+    const missing = resultIn(session.requests[4], "toolu_missing")!;
+    expect(missing.is_error).toBe(true);
+    expect(resultText(missing)).toMatch(/^Error: .*missing\.txt[^]*\n\n<reminder>From the harness, not the tool: [^]*<\/reminder>\n\n<notice>From the harness, not the tool:\nbg_1 \(echo compiling; touch built\) ended: exit code 0\.\nIts last lines:\n {2}compiling\nbash_output\("bg_1"\) gives all it printed since your last read\.\n<\/notice>$/);
+  });
+
+  it("a task that ends after the turn: its notice goes in front of the next prompt, as the session log keeps it; a Stop hook and UserPromptSubmit see the prompt as typed", async () => {
+    writeFileSync(PERSONAL(), JSON.stringify({ permissions: { allow: ["bash"] }, hooks: { UserPromptSubmit: [{ command: "cat >> prompts.jsonl; echo >> prompts.jsonl" }] } }));
+    await stage18.loadSettings();
+    const session = replay(scenarioOf([reply.tools([{ name: "bash", input: { command: "echo built app", run_in_background: true } }]), reply.text("Building."), reply.text("It built.")]));
+    const history = await inSession(full.runTurn, ["start the build"]);
+    expect(await eventually(() => statusOf("bg_1") === "exit code 0")).toBe(true);
+    await inSession(full.runTurn, ["how did it go?"], history);
+    const prompt = session.requests[2].messages[4];
+    expect(textOf(prompt.content)).toMatch(/^<notice>From the harness, not the person:\nbg_1 \(echo built app\) ended: exit code 0\.\nIts last lines:\n {2}built app\nbash_output\("bg_1"\) gives all it printed since your last read\.\n<\/notice>\n\nhow did it go\?$/);
+    expect(noticePlaces(session.requests[2])).toEqual(["prompt 4"]);
+    expect(sessionLines().slice(1)).toEqual(JSON.parse(JSON.stringify([...history])));
+    expect(readFileSync("prompts.jsonl", "utf8").trim().split("\n").map((line) => JSON.parse(line).prompt)).toEqual(["start the build", "how did it go?"]);
+  });
+
+  it("a subagent starts no background task, has no bash_output or kill_task, and its results carry no notice: the parent's does", async () => {
+    // The task ends while the subagent works: the child's own command lets it go, then waits until it has.
+    await background("while [ ! -e go ]; do sleep 0.02; done; echo early; touch gone");
+    const session = replay(
+      scenarioOf([
+        reply.tools([{ id: "toolu_side", name: "task", input: { description: "serve", prompt: "Start the server." } }]),
+        reply.tools([
+          { id: "toolu_child_bg", name: "bash", input: { command: "sleep 30", run_in_background: true } },
+          { id: "toolu_child_go", name: "bash", input: { command: "touch go; until [ -e gone ]; do sleep 0.02; done; sleep 0.3" } },
+        ]),
+        reply.text("I could not start it in the background."),
+        reply.text("The subagent could not."),
+      ]),
+    );
+    await inSession(full.runTurn, ["Start the server with a helper."]);
+    const child = session.requests[1];
+    const given = child.tools!.map((tool) => (tool as { name: string }).name);
+    for (const name of ["bash_output", "kill_task", "task"]) expect(given).not.toContain(name);
+    const refused = resultIn(session.requests[2], "toolu_child_bg")!;
+    expect(resultText(refused)).toBe("Error: background tasks belong to the main agent: run the command in the foreground, or report back and let the main agent start it");
+    expect(stage18.taskList().map((task) => task.id)).toEqual(["bg_1"]);
+    expect(statusOf("bg_1")).toBe("exit code 0");
+    expect(noticePlaces(session.requests[0])).toEqual([]);
+    expect(noticePlaces(session.requests[2])).toEqual([]);
+    expect(noticePlaces(session.requests[3])).toEqual(["toolu_side"]);
+  });
+
+  it("every task, and what it started, ends when the program ends (a real program)", async () => {
+    const standIn = await startStandIn(
+      scenarioOf([
+        reply.tools([{ name: "bash", input: { command: "echo $$ > pids; sleep 30 & echo $! >> pids; setsid sleep 30 > /dev/null 2>&1 & echo $! >> pids; wait", run_in_background: true } }]),
+        reply.tools([{ name: "bash", input: { command: "until [ -s pids ] && [ $(wc -l < pids) -ge 3 ]; do sleep 0.02; done; cat pids" } }]),
+        reply.text("The server runs in the background."),
+      ]),
+    );
+    let pids: number[] = [];
+    try {
+      const env = { ...withTmpdir(process.env, workspace.dir), ANTHROPIC_API_KEY: "sk-ant-test-0123456789abcdef", ANTHROPIC_BASE_URL: standIn.url, APPROVAL_MODE: "yolo" };
+      const child = spawn(process.execPath, ["--import", TSX_LOADER, FILE, "start the server"], { cwd: workspace.dir, env, stdio: ["ignore", "pipe", "ignore"] });
+      let stdout = "";
+      child.stdout.on("data", (chunk) => (stdout += chunk));
+      const [code] = await once(child, "close");
+      expect(code).toBe(0);
+      // The person hears that it ends with the program: the model last said it runs on.
+      expect(stdout).toMatch(/^\[bg_1 \(echo \$\$ > pids; sleep 30 .*\) was still running: it ends with the program\]$/m);
+      pids = readFileSync(path.join(workspace.dir, "pids"), "utf8").trim().split(/\s+/).map(Number);
+      expect(pids).toHaveLength(3);
+      expect(await eventually(() => pids.every((pid) => !isRunning(pid)), 1500), `still running: ${pids.filter(isRunning)}`).toBe(true);
+    } finally {
+      killAll(pids);
+      await standIn.close();
+    }
+  });
+});
+
 describe("the capstone's stream: the parent's replies arrive as they are written (s13)", () => {
   useWorkspace();
   let provider: StreamProvider;
@@ -724,7 +1264,7 @@ describe("the capstone's stream: the parent's replies arrive as they are written
     }
   }
   const texts = (...parts: string[]) => ({ ...reply.text(parts[0]), content: parts.map((text) => ({ type: "text", text, citations: null })) }) as Message;
-  const transcript = () => readdirSync(TRANSCRIPTS).filter((name) => name.endsWith(".jsonl")).map((name) => readFileSync(`${TRANSCRIPTS}/${name}`, "utf8")).join("");
+  const logged = () => sessionLines().slice(1);
 
   it("shows the text while the provider still holds the rest of the reply, and only once", async () => {
     const [first, rest] = splitAt(await eventsOf(texts("Reading the files now, then I will explain.")), /text_delta/);
@@ -750,10 +1290,10 @@ describe("the capstone's stream: the parent's replies arrive as they are written
     expect(screen().match(/> ReadFile a\.txt/g)).toHaveLength(1);
   });
 
-  it("Ctrl-C mid-text: the turn ends at once, the history and the transcript keep the complete block only, the next prompt works", async () => {
+  it("Ctrl-C mid-text: the turn ends at once, the history and the session log keep the complete block only, the next prompt works", async () => {
     const [upToHalf, rest] = splitAt(await eventsOf(texts("First, the plan.", "Then a long explanation the person will not wait for.")), /"index":1,"delta"/, 2);
     provider.scripts = [[...upToHalf, "wait", ...rest], await eventsOf(reply.text("Shorter, then."))];
-    const messages: MessageParam[] = [];
+    const messages = streaming.startHistory();
     const { running, screen } = turn(messages, "explain");
     await until(() => screen().includes("Then a long explana"), "the second block, half shown");
     const pressed = Date.now();
@@ -763,27 +1303,27 @@ describe("the capstone's stream: the parent's replies arrive as they are written
     await until(() => provider.hungUp[0] === true, "the request to be aborted");
     expect(screen()).toContain("[the reply was interrupted (Ctrl-C); what was complete of it is kept]");
     const kept: MessageParam = { role: "assistant", content: [{ type: "text", text: "First, the plan.", citations: null }] };
-    expect(messages).toEqual([{ role: "user", content: "explain" }, kept]);
-    expect(transcript().trimEnd().split("\n").at(-1)).toBe(JSON.stringify(kept));
+    expect([...messages]).toEqual([{ role: "user", content: "explain" }, kept]);
+    expect(logged()).toEqual([{ role: "user", content: "explain" }, kept]);
     await turn(messages, "keep it short").running;
     expect(apiProblem(provider.requests[1])).toBeUndefined();
   });
 
-  it("Ctrl-C mid-call: the complete call is kept and answered as not run, in the history and the transcript; nothing runs", async () => {
+  it("Ctrl-C mid-call: the complete call is kept and answered as not run, in the history and the session log; nothing runs", async () => {
     const calls = reply.tools([
       { id: "toolu_whole", name: "write_file", input: { path: "whole.txt", content: "x" } },
       { id: "toolu_half", name: "write_file", input: { path: "half.txt", content: "a long content the model is still writing" } },
     ]);
     const [upToHalf, rest] = splitAt(await eventsOf(calls), /"index":1,"delta"/, 2);
     provider.scripts = [[...upToHalf, "wait", ...rest], await eventsOf(reply.text("As you wish."))];
-    const messages: MessageParam[] = [];
+    const messages = streaming.startHistory();
     const { running, screen } = turn(messages, "write two files");
     await until(() => screen().includes("> WriteFile whole.txt"), "the first call on the screen");
     streaming.term.interrupt();
     await running;
     const notRun = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_whole", is_error: true, content: "Not run: the person interrupted your reply (Ctrl-C) before this call could run." }] };
     expect(messages.slice(1)).toEqual([{ role: "assistant", content: [calls.content[0]] }, notRun]);
-    expect(transcript()).toContain(JSON.stringify(notRun));
+    expect(logged().at(-1)).toEqual(notRun);
     expect(existsSync("whole.txt") || existsSync("half.txt")).toBe(false);
     await turn(messages, "never mind").running;
     expect(apiProblem(provider.requests[1])).toBeUndefined();

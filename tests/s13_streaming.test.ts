@@ -362,16 +362,133 @@ describe("s13's stream has limits (lib/runtime/model.ts)", () => {
   });
 
   it("a reply that never stops growing is given up past its size", async () => {
-    const restore = lowered({ characters: 3000 });
+    const restore = lowered({ bytes: 3000 });
     try {
       provider.scripts = [[...(await eventsOf(textReply("x".repeat(5000)))), "wait"]];
       const messages: MessageParam[] = [];
-      await expect(turn(messages, "go").running).rejects.toThrow("the model's reply grew past 3,000 characters of events, so it was given up; nothing of it was kept");
+      await expect(turn(messages, "go").running).rejects.toThrow("the model's reply grew past 3,000 bytes, so it was given up; nothing of it was kept");
       await until(() => provider.hungUp[0] === true, "the request to be aborted");
       expect(messages).toHaveLength(1);
     } finally {
       restore();
     }
+  });
+});
+
+describe("s13's stream is the API's, or one line says what came instead (lib/runtime/model.ts)", () => {
+  useWorkspace();
+  /** One server-sent event, as a provider writes it. */
+  const sse = (type: string, data: object = {}) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const start = sse("message_start", { message: { ...reply.text(""), content: [] } });
+  const text = (index: number, words: string) => [sse("content_block_start", { index, content_block: { type: "text", text: "" } }), sse("content_block_delta", { index, delta: { type: "text_delta", text: words } }), sse("content_block_stop", { index })];
+  const end = [sse("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: 2 } }), sse("message_stop")];
+  /** A provider that misbehaves would otherwise hold the test until the stream's silence limit: one second here. */
+  const quickly = async (work: () => Promise<void>) => {
+    const saved = stage.model.STREAM_LIMITS.silentSeconds;
+    stage.model.STREAM_LIMITS.silentSeconds = 1;
+    try {
+      await work();
+    } finally {
+      stage.model.STREAM_LIMITS.silentSeconds = saved;
+    }
+  };
+
+  it("a line that never ends is given up past the size limit while it still arrives, not held whole", async () => {
+    const saved = stage.model.STREAM_LIMITS.bytes;
+    stage.model.STREAM_LIMITS.bytes = 50_000;
+    try {
+      await quickly(async () => {
+        provider.scripts = [[start, `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"${"x".repeat(100_000)}`, "wait"]];
+        const messages: MessageParam[] = [];
+        await expect(turn(messages, "go").running).rejects.toThrow("the model's reply grew past 50,000 bytes, so it was given up; nothing of it was kept");
+        await until(() => provider.hungUp[0] === true, "the request to be aborted");
+        expect(messages).toHaveLength(1);
+      });
+    } finally {
+      stage.model.STREAM_LIMITS.bytes = saved;
+    }
+  });
+
+  it("a usage or a delta a provider leaves out (or sends as null) is an empty one: the reply is whole", async () => {
+    const bare = sse("message_start", { message: { id: "msg_bare", type: "message", role: "assistant", model: "m", content: [], stop_reason: null } });
+    provider.scripts = [
+      [bare, ...text(0, "one"), sse("message_delta", { delta: { stop_reason: "end_turn" } }), sse("message_stop")],
+      [start, ...text(0, "two"), sse("message_delta", { delta: null, usage: null }), sse("message_stop")],
+    ];
+    const messages: MessageParam[] = [];
+    await turn(messages, "first").running;
+    await turn(messages, "second").running;
+    expect(messages.filter((message) => message.role === "assistant")).toEqual([
+      { role: "assistant", content: [{ type: "text", text: "one" }] },
+      { role: "assistant", content: [{ type: "text", text: "two" }] },
+    ]);
+  });
+
+  it("a text's text or a call's input left out of its block's start is an empty one: the history holds what the API takes", async () => {
+    const call = { type: "tool_use", id: "toolu_bare", name: "bash" }; // no input: the call has no pieces either
+    provider.scripts = [
+      [start, sse("content_block_start", { index: 0, content_block: { type: "text" } }), sse("content_block_delta", { index: 0, delta: { type: "text_delta", text: "Hello" } }), sse("content_block_stop", { index: 0 }), sse("content_block_start", { index: 1, content_block: call }), sse("content_block_stop", { index: 1 }), sse("message_delta", { delta: { stop_reason: "tool_use" }, usage: {} }), sse("message_stop")],
+      await eventsOf(reply.text("ok")),
+    ];
+    const messages: MessageParam[] = [];
+    await turn(messages, "go").running;
+    expect(messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "Hello" }, { ...call, input: {} }] });
+    expect(apiProblem(provider.requests[1])).toBeUndefined();
+  });
+
+  it("ends the reply at message_stop, even when the provider keeps the stream open", async () => {
+    await quickly(async () => {
+      provider.scripts = [[start, ...text(0, "Whole."), ...end, "wait"]];
+      const messages: MessageParam[] = [];
+      const { running, screen } = turn(messages, "go");
+      await running;
+      expect(screen.text()).toBe("Whole.\n");
+      expect(messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "Whole." }] });
+      await until(() => provider.hungUp[0] === true, "the connection to be closed");
+    });
+  });
+
+  it.each([
+    ["a piece of a block that never started", [start, sse("content_block_delta", { index: 0, delta: { type: "text_delta", text: "lost" } }), ...text(0, "kept"), ...end], "content_block_delta for block 0"],
+    ["a block started past the next index", [start, ...text(0, "a"), ...text(300_000_000, "far"), ...end], "content_block_start for block 300000000"],
+    ["a block stopped twice", [start, ...text(0, "a"), sse("content_block_stop", { index: 0 }), ...end], "content_block_stop for block 0"],
+    ["a second message_start", [start, ...text(0, "a"), start, ...end], "message_start"],
+  ])("events out of the API's order (%s) are one line that names the event; nothing is kept", async (_, events, named) => {
+    provider.scripts = [events as string[]];
+    const messages: MessageParam[] = [];
+    await expect(turn(messages, "go").running).rejects.toThrow(`the model's stream sent ${named} out of the API's order, so it was given up; nothing of the reply was kept`);
+    expect(messages).toHaveLength(1);
+  });
+
+  it("an error event mid-reply (overloaded) is one line with the provider's words, escapes shown; nothing is kept", async () => {
+    provider.scripts = [[start, ...text(0, "Half"), sse("error", { error: { type: "overloaded_error", message: "Over\x1b[2Jloaded" } })]];
+    const messages: MessageParam[] = [];
+    const error = await turn(messages, "go").running.catch((e: Error) => e);
+    expect(stage.program.describeProviderError(error)).toBe("[error] the model's stream ended with an error (overloaded_error: Over\\e[2Jloaded); nothing of the reply was kept");
+    expect(messages).toHaveLength(1);
+  });
+
+  it("an event that is not JSON is one line, and nothing of it is printed raw", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      provider.scripts = [[start, `event: content_block_start\ndata: {oops \x1b]0;owned\x07\n\n`, "wait"]];
+      const messages: MessageParam[] = [];
+      await expect(turn(messages, "go").running).rejects.toThrow("the model's stream sent an event that is not JSON, so it was given up; nothing of the reply was kept");
+      expect(logged).not.toHaveBeenCalled();
+      expect(messages).toHaveLength(1);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it.each([
+    ["a whole reply (JSON): a provider that does not stream", { "content-type": "application/json" }, reply.text("whole"), "application/json"],
+    ["a page (HTML): a wrong address", { "content-type": "text/html; charset=utf-8" }, "<html>Log in to the Wi-Fi</html>", "text/html"],
+  ])("an answer that is no event stream, %s, is said in one line", async (_, headers, body, type) => {
+    provider.scripts = [[{ status: 200, headers, body }]];
+    const messages: MessageParam[] = [];
+    await expect(turn(messages, "go").running).rejects.toThrow(`${provider.url} did not answer with an event stream (it sent ${type}). Check ANTHROPIC_BASE_URL; a provider that does not stream needs a stage that does not (s14).`);
+    expect(messages).toHaveLength(1);
   });
 });
 

@@ -193,13 +193,32 @@ describe("s14 accounting", () => {
     expect(given.prices["claude-opus-5-5"]).toBe(stage.PRICES["claude-opus-5-5"]); // the rest of the table stays
   });
 
+  it("MODEL_PRICES may name a model __proto__: a row like any other, and the table keeps its rows", () => {
+    const price = { input: 1, output: 2, cache_write: 1.25, cache_read: 0.1 };
+    const given = stage.readModelPrices(`{"__proto__":${JSON.stringify(price)},"m":${JSON.stringify(price)}}`);
+    expect(given.problem).toBeUndefined();
+    expect(Object.hasOwn(given.prices, "__proto__")).toBe(true);
+    expect(given.prices["__proto__"]).toEqual(price);
+    expect(Object.keys(given.prices)).toEqual([...Object.keys(stage.PRICES), "__proto__", "m"]);
+  });
+
+  it("a price too large to make a cost (1e308 dollars per million) is refused at start; under the limit, a long session's cost is a number", async () => {
+    expect(stage.readModelPrices(`{"m":{"input":1e308,"output":1,"cache_write":1,"cache_read":1}}`).problem).toContain(`gives "m" no "input" from 0 to 10,000`);
+    const top = await stageWith({ MODEL_ID: "m", MODEL_PRICES: `{"m":{"input":10000,"output":10000,"cache_write":10000,"cache_read":10000}}` });
+    top.prepareReplay();
+    replay(scenarioOf([costing(reply.text("big"), { input_tokens: 2_000_000, output_tokens: 128_000, cache_read_input_tokens: 1_000_000, cache_creation_input_tokens: 1_000_000 })]));
+    await runTurns(top.agentLoop, ["go"]);
+    expect(turnLines(printed)).toEqual(["[this turn: 2,000,000 in, 128,000 out, 1,000,000 cache read, 1,000,000 cache write; $41280.00]"]);
+  });
+
   it.each([
     ["[1, 2]", "is not a JSON object of models"],
     ["{not json", "is not JSON ("],
     [`{"m":3}`, `gives "m" no object of prices`],
-    [`{"m":{"input":1,"output":2,"cache_write":1}}`, `gives "m" no "cache_read" of at least 0`],
-    [`{"m":{"input":-1,"output":2,"cache_write":1,"cache_read":0}}`, `gives "m" no "input" of at least 0`],
-    [`{"m":{"input":"1","output":2,"cache_write":1,"cache_read":0}}`, `gives "m" no "input" of at least 0`],
+    [`{"m":{"input":1,"output":2,"cache_write":1}}`, `gives "m" no "cache_read" from 0 to 10,000`],
+    [`{"m":{"input":-1,"output":2,"cache_write":1,"cache_read":0}}`, `gives "m" no "input" from 0 to 10,000`],
+    [`{"m":{"input":"1","output":2,"cache_write":1,"cache_read":0}}`, `gives "m" no "input" from 0 to 10,000`],
+    [`{"m":{"input":3,"output":1e308,"cache_write":1,"cache_read":0}}`, `gives "m" no "output" from 0 to 10,000`],
     [`{"m":{"input":1,"output":2,"cache_write":1,"cache_read":0,"cache_write_1h":2}}`, `gives "m" "cache_write_1h", which is not one of input, output, cache_write, cache_read`],
   ])("MODEL_PRICES=%s is refused: it %s", (text, why) => {
     const { problem, prices } = stage.readModelPrices(text);
@@ -220,7 +239,7 @@ describe("s14 settings and /cost, as a person uses them", () => {
     try {
       const { code, output } = await runMain(FILE);
       expect(code).toBe(1);
-      expect(output).toBe(`[error] MODEL_PRICES gives "my-model" no "output" of at least 0; give JSON such as {"my-model":{"input":3,"output":15,"cache_write":3.75,"cache_read":0.3}} (dollars per million tokens)\n`);
+      expect(output).toBe(`[error] MODEL_PRICES gives "my-model" no "output" from 0 to 10,000; give JSON such as {"my-model":{"input":3,"output":15,"cache_write":3.75,"cache_read":0.3}} (dollars per million tokens)\n`);
     } finally {
       vi.unstubAllEnvs();
     }

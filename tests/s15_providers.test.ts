@@ -111,6 +111,23 @@ describe("s15 toChatRequest: the loop's request as Chat Completions", () => {
     expect(chat.messages[2]).toEqual({ role: "tool", tool_call_id: "c1", content: "Error: the person said no" });
   });
 
+  it("gives an assistant message of thinking alone (or a server tool's blocks) a note for content: OpenAI refuses a null one with no calls", () => {
+    const chat = stage.toChatRequest({
+      model: "m",
+      max_tokens: 10,
+      messages: [
+        { role: "user", content: "a" },
+        { role: "assistant", content: [{ type: "thinking", thinking: "hmm", signature: "sig" }] },
+        { role: "user", content: "b" },
+        { role: "assistant", content: [{ type: "redacted_thinking", data: "xyz" }, { type: "thinking", thinking: "more", signature: "sig" }, { type: "text", text: "Said." }] },
+        { role: "user", content: "c" },
+      ],
+    });
+    expect(chat.messages[1]).toEqual({ role: "assistant", content: "[a thinking block was left out: Chat Completions cannot carry it here]" });
+    expect(chat.messages[3]).toEqual({ role: "assistant", content: "Said." });
+    expect(chatProblem(chat)).toBeUndefined();
+  });
+
   it("puts text sent beside results after the tool messages, and leaves out what Chat Completions cannot carry, with a note", () => {
     const chat = stage.toChatRequest({
       model: "m",
@@ -355,6 +372,46 @@ describe("s15 with PROVIDER=openai, against a Chat Completions server", () => {
     expect(describeProviderError(tooBig)).toBe(`[error] ${big.url}/chat/completions sent more than ${1000 / 1024 / 1024} MB, which is no Chat Completions reply: check OPENAI_BASE_URL.`);
   });
 
+  it.each([
+    ["content as a list of parts", { content: [{ type: "text", text: "hi" }] }, 'a message whose content is not text: [{"type":"text","text":"hi"}]'],
+    ["content as a number", { content: 5 }, "a message whose content is not text: 5"],
+    ["tool_calls as an object", { tool_calls: { id: "c1" } }, 'a message whose tool_calls are not a list of calls: {"id":"c1"}'],
+    ["a tool call that is null", { tool_calls: [null] }, "a message whose tool_calls are not a list of calls: [null]"],
+    ["a tool call whose function has no name", { tool_calls: [{ id: "c1", type: "function", function: { name: 7, arguments: "{}" } }] }, 'a message whose tool_calls are not a list of calls: [{"id":"c1","type":"function","function":{"name":7,"argument'],
+  ])("says a reply whose message is not Chat Completions' (%s) in one line that names what came", async (_, message, what) => {
+    const { url, openai } = await fake([{ body: chatReply(message, "tool_calls") }]);
+    const messages: MessageParam[] = [{ role: "user", content: "hi" }];
+    const error = await openai.agentLoop(messages).catch((e: Error) => e);
+    expect((error as Error).message).toBe(`${url} did not answer with a Chat Completions reply (it sent ${what}). Check OPENAI_BASE_URL: the address before /chat/completions.`);
+    expect(messages).toHaveLength(1);
+  });
+
+  it("gives a call whose id is no text, or an id already used in the reply, one of its own: the next request is one OpenAI takes", async () => {
+    const { received, openai } = await fake([
+      { body: chatReply({ tool_calls: [callOf("call_1", "bash", '{"command":"echo a"}'), callOf("call_1", "bash", '{"command":"echo b"}'), { ...callOf("x", "bash", '{"command":"echo c"}'), id: 7 }] }, "tool_calls") },
+      { body: chatReply({ content: "Three." }) },
+    ]);
+    const messages = await runTurns(openai.agentLoop, ["echo three"]);
+    expect(received).toHaveLength(2); // the second request was not refused
+    const ids = (received[1].body.messages.at(-4)!.tool_calls as { id: string }[]).map((call) => call.id);
+    expect(ids[0]).toBe("call_1");
+    expect(new Set(ids).size).toBe(3);
+    expect(received[1].body.messages.slice(-3).map((m) => [m.tool_call_id, m.content])).toEqual([[ids[0], "a\n"], [ids[1], "b\n"], [ids[2], "c\n"]]);
+    expect(messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "Three." }] });
+  });
+
+  it("a reply a content filter stopped keeps its text and drops its calls (none runs): the next request is one OpenAI takes", async () => {
+    const { received, openai } = await fake([
+      { body: chatReply({ content: "Deleting", tool_calls: [callOf("call_x", "write_file", '{"path":"x.txt","content":"x"}')] }, "content_filter") },
+      { body: chatReply({ content: "Something else, then." }) },
+    ]);
+    const messages = await runTurns(openai.agentLoop, ["do it", "something else"]);
+    expect(printed).toContain("[the model declined to continue]");
+    expect(messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "Deleting" }] });
+    expect(received).toHaveLength(2);
+    expect(messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "Something else, then." }] });
+  });
+
   it("names the address it could not reach", async () => {
     // A port that was open a moment ago, and is closed now.
     const probe = http.createServer();
@@ -482,6 +539,7 @@ describe("the replay engine's Chat Completions side (lib/course/chat-replay.ts)"
     ["a role Chat Completions has not", { model: "m", messages: [{ role: "human", content: "x" }] }, "Invalid value for 'messages[0].role'"],
     ["an assistant message with nothing", { model: "m", messages: [{ role: "user", content: "x" }, { role: "assistant", content: null }] }, "Invalid value for 'messages[1].content': expected a string, got null"],
     ["a tool not written as a function", { model: "m", messages: [{ role: "user", content: "x" }], tools: [{ name: "bash", input_schema: {} }] }, "Missing required parameter: 'tools[0].function.name'"],
+    ["a result given twice (duplicate ids)", { model: "m", messages: [{ role: "user", content: "x" }, { role: "assistant", content: null, tool_calls: [callOf("c1", "read_file", "{}"), callOf("c1", "read_file", "{}")] }, { role: "tool", tool_call_id: "c1", content: "A" }, { role: "tool", tool_call_id: "c1", content: "A" }] }, "Invalid parameter: Duplicate value for 'tool_call_id' of 'c1'"],
     ["calls the replay never served", base([{ role: "tool", tool_call_id: "c1", content: "A" }, { role: "tool", tool_call_id: "c2", content: "B" }]), "the tool calls [c1, c2] before the results are not in any reply the replay served"],
   ])("refuses %s", (_what, body, words) => {
     const problem = chatProblem(body, _what === "calls the replay never served" ? [] : served);

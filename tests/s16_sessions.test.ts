@@ -7,7 +7,7 @@
 // hostile, is refused with its name, at once.
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
@@ -101,6 +101,33 @@ describe("s16 appends each message to the session's file as it enters the histor
     rmSync(".agent");
     log.push(user("three"));
     expect(linesOf(onlySession()).slice(1)).toEqual([user("one"), assistant(text("two")), user("three")]);
+  });
+
+  it("a file not as this program left it (another program on the same session, a write cut short, the file removed): the session goes on in a new file, whole, and both files resume", () => {
+    const sessions = () => readdirSync(SESSIONS).filter((name) => name.endsWith(".jsonl")).sort();
+    const mine = stage.startHistory();
+    mine.push(user("one"));
+    const first = mine.id!;
+    // A second program resumes the same session and answers first: its lines are in the file now.
+    const other = stage.startHistory(["--resume", first]);
+    other.push(user("from the other program"));
+    mine.push(assistant(call("toolu_1")), user([result("toolu_1")]));
+    expect(mine.id).not.toBe(first);
+    expect(printed.join("\n")).toContain(`[warning] ${SESSIONS}/${first}.jsonl is not as this program left it (another program wrote to it, a write was cut short, or it was removed): the session goes on in ${SESSIONS}/${mine.id}.jsonl, whole`);
+    for (const id of [first, mine.id!]) expect(refusal([...stage.startHistory(["--resume", id])])).toBeUndefined();
+    expect([...stage.startHistory(["--resume", mine.id!])]).toEqual([...mine]);
+    expect([...stage.startHistory(["--resume", first])]).toEqual([user("one"), user("from the other program")]);
+    // Removed (the model ran git clean -xdf): the next message makes a new file with everything.
+    rmSync(".agent", { recursive: true });
+    mine.push(assistant(text("done")));
+    expect(sessions()).toEqual([`${mine.id}.jsonl`]);
+    expect(linesOf(onlySession()).slice(1)).toEqual([...mine]);
+    // Half a line at the end (a write a full disk cut short): nothing is glued to it.
+    const cut = mine.id!;
+    appendFileSync(onlySession(), '{"role":"user","cont');
+    mine.push(user("again"));
+    expect(mine.id).not.toBe(cut);
+    expect([...stage.startHistory(["--resume", mine.id!])]).toEqual([...mine]);
   });
 
   it("ids sort by time and differ within one second", () => {
@@ -281,6 +308,14 @@ describe("s16 repairs a session on load, and the API takes the history it gives"
     expect(refusal(logged)).toMatch(/non-empty content/);
   });
 
+  it("many repairs: the first 10 are listed, the rest counted", () => {
+    writeSession("20250601-090000-aaaaaa", [user("go"), ...Array.from({ length: 25 }, () => assistant()), user("on")]);
+    expect([...stage.startHistory(["--continue"])]).toEqual([user("go"), user("on")]);
+    const notes = printed.filter((line) => line.startsWith("[repaired]"));
+    expect(notes).toHaveLength(11);
+    expect(notes.at(-1)).toBe("[repaired] ... and 15 more like these");
+  });
+
   it("loading never rewrites a line: the same file gives the same history each time", () => {
     const file = writeSession("20250601-090000-aaaaaa", [user("build"), assistant(call("toolu_1")), user("hello?"), assistant(text("   "))]);
     const before = readFileSync(file, "utf8");
@@ -312,7 +347,7 @@ describe("s16 repairs a session on load, and the API takes the history it gives"
 
 describe("s16 refuses what is not a session, naming it, at once", () => {
   useWorkspace();
-  usePrinted();
+  const printed = usePrinted();
   const refusedFor = (id: string) => {
     try {
       stage.startHistory(["--resume", id]);
@@ -358,6 +393,32 @@ describe("s16 refuses what is not a session, naming it, at once", () => {
     expect(refusedFor(id)).toBe("resumed");
   });
 
+  it("a block that is not what its type says (a text block without text, a tool_use without input, a result whose content is a number) refuses the file by line, never a crash", () => {
+    writeSession(id, [user("fine"), user([{ type: "text" }])]);
+    expect(refusedFor(id)).toBe(`${given} is not a session: line 3 is not a message (a JSON object with a role and content)`);
+    writeSession(id, [user("fine"), assistant({ type: "text", text: 5 })]);
+    expect(refusedFor(id)).toMatch(/line 3 is not a message/);
+    writeSession(id, [user("fine"), assistant({ type: "tool_use", id: "toolu_1", name: "bash" })]);
+    expect(refusedFor(id)).toMatch(/line 3 is not a message/);
+    writeSession(id, [user("fine"), assistant(call("toolu_1")), user([{ type: "tool_result", tool_use_id: "toolu_1", content: 5 }])]);
+    expect(refusedFor(id)).toMatch(/line 4 is not a message/);
+  });
+
+  it("a sessions folder that is a link inside the workspace is refused too: the project does not choose where the sessions go; a folder the project shipped gets its .gitignore", () => {
+    mkdirSync("docs");
+    mkdirSync(".agent");
+    symlinkSync("../docs", SESSIONS);
+    const log = stage.startHistory();
+    log.push(user("secret plans"));
+    expect(readdirSync("docs")).toEqual([]);
+    expect(printed.join("\n")).toContain(`the session cannot be saved (${SESSIONS} is a symlink: sessions are kept only in the workspace's own ${SESSIONS}/)`);
+    rmSync(SESSIONS);
+    mkdirSync(SESSIONS);
+    writeFileSync(path.join(SESSIONS, "README"), "shipped by the project\n");
+    stage.startHistory().push(user("plans"));
+    expect(readFileSync(path.join(SESSIONS, ".gitignore"), "utf8")).toBe("*\n");
+  });
+
   it("a sessions folder that is a link out of the workspace: nothing is written there, nothing is read from there", () => {
     const outside = path.join(process.cwd(), "..", `${path.basename(process.cwd())}-outside`);
     mkdirSync(outside);
@@ -368,7 +429,7 @@ describe("s16 refuses what is not a session, naming it, at once", () => {
       log.push(user("secret plans"));
       expect(readdirSync(outside)).toEqual([]);
       writeFileSync(path.join(outside, `${id}.jsonl`), `${JSON.stringify(header(id))}\n`);
-      expect(refusedFor(id)).toBe(`${SESSIONS} leads outside the workspace through a symlink`);
+      expect(refusedFor(id)).toBe(`${SESSIONS} is a symlink: sessions are kept only in the workspace's own ${SESSIONS}/`);
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }

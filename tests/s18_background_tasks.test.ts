@@ -199,6 +199,8 @@ describe("s18 background tasks: bash, bash_output, kill_task", () => {
     expect(old.is_error).toBe(true);
     expect(resultText(old)).toBe("Error: bg_1 ended long ago and is forgotten: only the last 2 finished tasks are kept");
     expect(resultText(await run("kill_task", { task_id: "../bg_1" }))).toBe('Error: there is no task "../bg_1". The tasks: bg_3 (exit code 0), bg_4 (exit code 0).');
+    // An id spelled otherwise is no id: bg_03 is not bg_3, and not a forgotten task either.
+    for (const id of ["bg_03", "bg_0", "bg_01"]) expect(resultText(await run("bash_output", { task_id: id }))).toBe(`Error: there is no task "${id}". The tasks: bg_3 (exit code 0), bg_4 (exit code 0).`);
     stage.prepareReplay();
     expect(resultText(await run("bash_output", { task_id: "bg_1" }))).toBe('Error: there is no task "bg_1". No background task has been started.');
     expect(resultText(await run("bash_output", {}))).toBe('Error: bash_output was not run: "task_id" is required.');
@@ -350,6 +352,8 @@ describe("s18 when the program ends", () => {
         env: { ANTHROPIC_API_KEY: "sk-ant-test-0123456789", ANTHROPIC_BASE_URL: standIn.url, APPROVAL_MODE: "yolo" },
       });
       expect(run.stdout).toContain("The server runs in the background.");
+      // The person hears that it ends with the program: the model last said it runs on.
+      expect(run.stdout).toMatch(/^\[bg_1 \(echo \$\$ > pids; sleep 30 .*\) was still running: it ends with the program\]$/m);
       expect(run.code).toBe(0);
       pids = readFileSync(`${workspace.dir}/pids`, "utf8").trim().split(/\s+/).map(Number);
       expect(pids).toHaveLength(3);

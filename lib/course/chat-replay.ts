@@ -3,7 +3,7 @@
 // one translated into a Chat Completions reply, so every fixture replays through the adapter
 // with no new fixture format. And the request is checked as OpenAI would check it: the
 // message roles and their fields, arguments sent as a JSON string, and every tool_call of an
-// assistant message answered by the tool messages right after it, each id, in call order.
+// assistant message answered by the tool messages right after it, each id once, in call order.
 // That the calls answered are the ones the replay served is checked here too, as replay.ts
 // checks it for the Messages API.
 import { isDeepStrictEqual } from "node:util";
@@ -52,6 +52,8 @@ export function chatProblem(body: ChatRequestBody, served?: Message[]): string |
     const answers: unknown[] = [];
     for (let k = i + 1; k < messages.length && messages[k].role === "tool"; k++) answers.push(messages[k].tool_call_id);
     const asked = calls.map((call) => call.id);
+    const twice = answers.find((id, k) => answers.indexOf(id) !== k);
+    if (twice !== undefined) return `Invalid parameter: Duplicate value for 'tool_call_id' of '${twice}' in the tool messages after ${where}`;
     const missing = asked.filter((id) => !answers.includes(id));
     if (missing.length > 0) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${missing.join(", ")}`;
     if (answers.join(",") !== asked.join(",")) return `${where}: the tool messages after it answer [${answers.join(", ")}], the calls were [${asked.join(", ")}] in that order`;

@@ -8,7 +8,8 @@
 // - 408, 409, 429 and 5xx tried again, MAX_RETRIES times as the SDK does, after the time the
 //   server asks for (retry-after) or a short backoff, and each retry said so; a model slow to
 //   answer is said so every WAIT_NOTICE seconds;
-// - every failure is one line that names OPENAI_BASE_URL and what came back.
+// - every failure is one line that names OPENAI_BASE_URL and what came back, a reply whose
+//   message is not text (or null) and a list of calls included.
 // `fetch` is looked up at each request, so the replay (msw) can stand in for the server.
 import { MAX_RETRIES, whileWaiting } from "./model.ts";
 
@@ -90,9 +91,20 @@ function chatReply(text: string, baseURL: string): unknown {
   try {
     reply = JSON.parse(text);
   } catch {} // not JSON: said below
-  if (typeof reply === "object" && reply !== null && Array.isArray(reply.choices) && typeof reply.choices[0]?.message === "object" && reply.choices[0].message !== null) return reply;
-  const what = reply === undefined ? `text: ${JSON.stringify(text.trim().slice(0, 60))}` : JSON.stringify(reply).slice(0, 60);
+  const message = typeof reply === "object" && reply !== null && Array.isArray(reply.choices) ? reply.choices[0]?.message : undefined;
+  const odd = typeof message === "object" && message !== null ? messageProblem(message) : "no message";
+  if (!odd) return reply;
+  const what = reply === undefined ? `text: ${JSON.stringify(text.trim().slice(0, 60))}` : odd !== "no message" ? odd : JSON.stringify(reply).slice(0, 60);
   throw new Error(`${baseURL} did not answer with a Chat Completions reply (it sent ${what}). Check OPENAI_BASE_URL: the address before /chat/completions.`);
+}
+
+/** What keeps a choice's message from being read (its content text or null, its tool_calls a list of calls, each naming its function), if anything. */
+function messageProblem(message: { content?: unknown; tool_calls?: unknown }): string | undefined {
+  const { content, tool_calls: calls } = message;
+  if (content != null && typeof content !== "string") return `a message whose content is not text: ${JSON.stringify(content).slice(0, 60)}`;
+  const isCall = (call: unknown) => typeof (call as { function?: { name?: unknown } } | null)?.function?.name === "string";
+  if (calls != null && !(Array.isArray(calls) && calls.every(isCall))) return `a message whose tool_calls are not a list of calls: ${JSON.stringify(calls).slice(0, 60)}`;
+  return undefined;
 }
 
 /** The server's own words from an error body ({"error": {"message": …}} in OpenAI's shape), or the start of the body. */

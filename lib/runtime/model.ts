@@ -17,7 +17,8 @@
 //   answers with something else): one line that names ANTHROPIC_BASE_URL and what came;
 // - an empty text block before a tool call, which the API refuses when it is sent back;
 // - tool calls with stop_reason "end_turn" (a gateway's mapping): the calls still run, since
-//   every tool_use in the history must get its result;
+//   every tool_use in the history must get its result; calls in a refused reply (a provider's
+//   content filter) never run, so they are dropped;
 // - a reply with no content at all: an error for this turn, so nothing empty enters the
 //   history and the next prompt still works;
 // - retries (429, 529, 5xx) announced with how long the SDK waits, and a model that takes long
@@ -26,10 +27,14 @@
 // `events` (s13) sends the same request with `stream: true`, with the same settings, retries
 // and notices, and gives the reply's raw events as they arrive: the stage assembles them. A
 // stream that falls silent is said as a wait is, and one silent or large past STREAM_LIMITS
-// is given up, so a provider that stalls or never stops cannot hold the program.
+// is given up, so a provider that stalls or never stops cannot hold the program. What a stream
+// may bring instead of the API's events is one line too: an answer that is no event stream,
+// events out of the API's order or not JSON, an `error` event; a usage or delta left out is an
+// empty one, and the stream ends at message_stop even when the provider keeps it open.
 import { createRequire } from "node:module";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming, RawMessageStreamEvent } from "@anthropic-ai/sdk/resources/messages";
+import { visible } from "../machinery/display.ts";
 
 export interface ModelClient {
   messages: {
@@ -58,8 +63,12 @@ export interface ModelSettings {
 export const MAX_RETRIES = 2;
 /** Seconds of waiting for a reply before the person is told, and then again every WAIT_NOTICE.every. */
 export const WAIT_NOTICE = { first: 10, every: 30 };
-/** A streamed reply is given up after this many seconds without an event (the SDK's own limit for a whole reply), or past this many characters of events (some 40 times what 8,000 tokens take). */
-export const STREAM_LIMITS = { silentSeconds: 600, characters: 4_000_000 };
+/**
+ * A streamed reply is given up after this many seconds without an event (the SDK's own limit for
+ * a whole reply), or past this many bytes as they arrive, one endless line included (some 40
+ * times what 8,000 tokens take, with the events' framing).
+ */
+export const STREAM_LIMITS = { silentSeconds: 600, bytes: 4_000_000 };
 
 const require = createRequire(import.meta.url);
 
@@ -82,9 +91,11 @@ export function modelClient(settings: ModelSettings): ModelConnection {
       authToken: settings.authToken ?? null,
       baseURL: settings.baseURL,
       maxRetries: MAX_RETRIES,
+      // The SDK's own log would print an event it cannot parse raw and whole: the error says it, in one line.
+      logLevel: "off",
       // Looked up at each request, so the replay (msw) can stand in for the API: the SDK
       // would otherwise keep the `fetch` it found when the client was made.
-      fetch: async (url, init) => announceRetry(await fetch(url, init), init),
+      fetch: async (url, init) => capped(announceRetry(await fetch(url, init), init)),
     });
   };
   const connection = () =>
@@ -101,7 +112,14 @@ export function modelClient(settings: ModelSettings): ModelConnection {
       },
       events: async (request, options) => {
         const client = await connection();
-        return withinLimits(await whileWaiting(() => client.messages.create({ ...request, stream: true }, options)));
+        const { data, response } = await whileWaiting(() => client.messages.create({ ...request, stream: true }, options).withResponse());
+        // A provider that does not stream may answer whole (JSON), a wrong address with a page (HTML).
+        const type = response.headers.get("content-type") ?? "";
+        if (/json|html/.test(type)) {
+          data.controller.abort();
+          throw new Error(`${settings.baseURL || "the Anthropic API"} did not answer with an event stream (it sent ${type.split(";")[0]}). Check ANTHROPIC_BASE_URL; a provider that does not stream needs a stage that does not (s14).`);
+        }
+        return withinLimits(data);
       },
     },
   };
@@ -118,9 +136,11 @@ export function checkedReply(reply: unknown, baseURL: string | undefined): Messa
     );
   }
   // An empty text block (some providers send one before a tool call) is refused when sent back.
-  const content = message.content.filter((block) => block.type !== "text" || block.text.trim() !== "");
+  // A refused reply's calls never run, and a call in the history needs a result: they are dropped too.
+  const refused = message.stop_reason === "refusal";
+  const content = message.content.filter((block) => (block.type !== "text" || block.text.trim() !== "") && !(refused && block.type === "tool_use"));
   if (content.length === 0) {
-    throw new Error(message.stop_reason === "refusal" ? "the model declined to answer" : `the model sent an empty reply (stop_reason ${message.stop_reason})`);
+    throw new Error(refused ? "the model declined to answer" : `the model sent an empty reply (stop_reason ${message.stop_reason})`);
   }
   // Calls the model made must run, whatever stop reason a gateway put on them; a reply cut off
   // (max_tokens, a full context window) keeps its reason, since a call in it may be incomplete.
@@ -156,13 +176,31 @@ function retryDelay(headers: Headers, attempt: number): string {
 }
 
 /**
+ * A streamed body, given up past STREAM_LIMITS.bytes as it arrives: the SDK holds a line until
+ * it ends, and a line that never ends would fill the memory.
+ */
+function capped(response: Response): Response {
+  if (!response.body || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
+  let bytes = 0;
+  const limit = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      bytes += chunk.length;
+      if (bytes <= STREAM_LIMITS.bytes) return controller.enqueue(chunk);
+      controller.error(new Error(`the model's reply grew past ${STREAM_LIMITS.bytes.toLocaleString("en")} bytes, so it was given up; nothing of it was kept`));
+    },
+  });
+  return new Response(response.body.pipeThrough(limit), response);
+}
+
+/**
  * A stream's events as they come. While it is silent, the wait is said as a request's is; silent
- * past STREAM_LIMITS.silentSeconds, or larger than STREAM_LIMITS.characters, it is aborted with
- * an error that says which. A consumer that stops reading (Ctrl-C) ends the request too.
+ * past STREAM_LIMITS.silentSeconds it is aborted with an error that says so. Each event is
+ * checked to come in the API's order, and the stream ends at message_stop. A consumer that stops
+ * reading (Ctrl-C) ends the request too.
  */
 async function* withinLimits(stream: AsyncIterable<RawMessageStreamEvent> & { controller: AbortController }): AsyncGenerator<RawMessageStreamEvent> {
   const events = stream[Symbol.asyncIterator]();
-  let characters = 0;
+  let open: boolean[] | undefined; // from message_start on: whether block i has started and not stopped
   let timer: NodeJS.Timeout | undefined;
   try {
     while (true) {
@@ -173,14 +211,57 @@ async function* withinLimits(stream: AsyncIterable<RawMessageStreamEvent> & { co
       const next = await whileWaiting(() => Promise.race([events.next(), silence]));
       clearTimeout(timer);
       if (next.done) return;
-      characters += JSON.stringify(next.value).length;
-      if (characters > STREAM_LIMITS.characters) throw new Error(`the model's reply grew past ${STREAM_LIMITS.characters.toLocaleString("en")} characters of events, so it was given up; nothing of it was kept`);
-      yield next.value;
+      const event = next.value;
+      if (outOfOrder(event, open)) {
+        const block = "index" in event ? ` for block ${JSON.stringify(event.index)}` : "";
+        throw new Error(`the model's stream sent ${visible(String(event.type)).slice(0, 40)}${block} out of the API's order, so it was given up; nothing of the reply was kept`);
+      }
+      if (event.type === "message_start") open = [];
+      if (event.type === "content_block_start") open?.push(true);
+      if (event.type === "content_block_stop" && open) open[event.index] = false;
+      yield withDefaults(event);
+      if (event.type === "message_stop") return; // the reply is whole, whether or not the provider closes the stream
     }
+  } catch (error) {
+    throw streamError(error);
   } finally {
     clearTimeout(timer);
     stream.controller.abort(); // ended, stopped or given up: the connection is not left open
   }
+}
+
+/** The API's order: message_start, then each block started at the next index, its deltas and its stop, then the message's end. */
+function outOfOrder(event: RawMessageStreamEvent, open: boolean[] | undefined): boolean {
+  if (event.type === "message_start") return open !== undefined || typeof event.message !== "object" || event.message === null;
+  if (!open) return true;
+  if (event.type === "content_block_start") return event.index !== open.length || typeof event.content_block !== "object" || event.content_block === null;
+  if (event.type === "content_block_delta" || event.type === "content_block_stop") return open[event.index] !== true;
+  return false;
+}
+
+/**
+ * The fields a stage reads, there even when a provider leaves them out: a usage or a delta left
+ * out is an empty one, and so is a text's text or a call's input in its block's start.
+ */
+function withDefaults(event: RawMessageStreamEvent): RawMessageStreamEvent {
+  const object = (value: unknown) => (typeof value === "object" && value !== null ? value : {});
+  if (event.type === "message_start") return { ...event, message: { ...event.message, usage: object(event.message.usage) as Message["usage"] } };
+  if (event.type === "message_delta") return { ...event, delta: object(event.delta) as typeof event.delta, usage: object(event.usage) as typeof event.usage };
+  if (event.type !== "content_block_start") return event;
+  const block = event.content_block;
+  if (block.type === "text" && typeof block.text !== "string") return { ...event, content_block: { ...block, text: "" } };
+  if (block.type === "tool_use" && (typeof block.input !== "object" || block.input === null)) return { ...event, content_block: { ...block, input: {} } };
+  return event;
+}
+
+/** An error of the stream in one line: an `error` event (overloaded mid-reply), or an event that is not JSON. */
+function streamError(error: unknown): unknown {
+  const { APIError } = sdkModule();
+  if (error instanceof SyntaxError) return new Error("the model's stream sent an event that is not JSON, so it was given up; nothing of the reply was kept");
+  if (!(error instanceof APIError) || error.status !== undefined || error.error === undefined) return error;
+  const body = error.error as { error?: { type?: unknown; message?: unknown } } | undefined;
+  const what = [body?.error?.type, body?.error?.message].filter((part) => typeof part === "string").join(": ") || JSON.stringify(error.error);
+  return new Error(`the model's stream ended with an error (${visible(what.slice(0, 200))}); nothing of the reply was kept`);
 }
 
 /** Run `request`; while it has not answered, say every so often how long it has been. */

@@ -56,7 +56,8 @@ export function trustedProject(root: string): { entries: Entries; problem?: stri
 /**
  * Keep the person's yes in their own file: `entries` take the place of the same keys in the
  * project's record (a key set to undefined goes), and everything else in the file stays.
- * Throws with the reason when the file cannot be read or written; it is then left as it was.
+ * Throws with the reason when the file cannot be read or written, or would grow past
+ * MAX_SETTINGS_BYTES; it is then left as it was.
  */
 export function rememberTrusted(root: string, entries: Entries): void {
   const { data = {}, problem } = readJson(PERSONAL.file(), PERSONAL.name);
@@ -64,8 +65,12 @@ export function rememberTrusted(root: string, entries: Entries): void {
   const projects = isObject(data.trustedProjects) ? data.trustedProjects : {};
   const before = isObject(projects[root]) ? projects[root] : {};
   const personal = { ...data, trustedProjects: { ...projects, [root]: { ...before, ...entries } } };
+  const text = `${JSON.stringify(personal, null, 2)}\n`;
+  // A file over the limit would be refused at the next start, and the person's own rules with it.
+  const size = Buffer.byteLength(text);
+  if (size > MAX_SETTINGS_BYTES) throw new Error(`${PERSONAL.name} would be ${size} bytes, more than a settings file may be (${MAX_SETTINGS_BYTES})`);
   const home = realpathSync(os.homedir());
-  writeAtomically(PERSONAL.file(), `${JSON.stringify(personal, null, 2)}\n`, PERSONAL.name, { root: home, isInside: inHome }, { createFolders: true });
+  writeAtomically(PERSONAL.file(), text, PERSONAL.name, { root: home, isInside: inHome }, { createFolders: true });
 }
 
 /** Inside `root` by its path: a `..` part leads out (`..notes` is a name). */
