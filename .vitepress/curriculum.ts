@@ -14,7 +14,8 @@ export interface Stage {
   /**
    * The stage this one is built from, which "What changed" on its page compares it with.
    * Part I is cumulative (each stage's parent is the one before it); s06 rebuilds s03's core
-   * tools on a registry; s07 to s12 are each s06 plus one mechanism. s01 has none.
+   * tools on a registry; s07 to s18 are each s06 plus one mechanism; s19 builds on s18, s20
+   * on s19. s01 has none.
    */
   parent?: string;
   title: Record<Lang, string>;
@@ -312,8 +313,8 @@ export const CAPSTONE: Stage = {
   title: { en: "The Capstone", ja: "総仕上げ" },
   motto: { en: "Every mechanism together: the agent you would use", ja: "すべての仕組みを1つに。実際に使うエージェントです" },
   teaches: {
-    en: "Every mechanism of s01 to s14 in one program: the registry, large results kept out of the context, discovered tools, a plan, subagents, compaction, skills and memory, a streamed reply and its cost.",
-    ja: "s01〜s14 のすべての仕組みを1つのプログラムにまとめます。レジストリ、コンテキストに入れない大きな結果、発見したツール、計画、サブエージェント、圧縮、スキルとメモリ、ストリームで届く返答とその費用です。",
+    en: "Every mechanism of s01 to s18 in one program: the registry, large results kept out of the context, discovered tools, a plan, subagents, compaction, skills and memory, a streamed reply and its cost, any provider, sessions, hooks and permission rules, and background tasks.",
+    ja: "s01〜s18 のすべての仕組みを1つのプログラムにまとめます。レジストリ、コンテキストに入れない大きな結果、発見したツール、計画、サブエージェント、圧縮、スキルとメモリ、ストリームで届く返答とその費用、どのプロバイダでも使えること、セッション、フックとパーミッションのルール、バックグラウンドタスクです。",
   },
   seeds: [],
 };
@@ -401,7 +402,7 @@ export const machineryLink = (id: string, lang: Lang) => `${lang === "ja" ? "/ja
  * The size a stage file may reach, in total lines, comments included (CONVENTIONS.md): a stage
  * reads in one sitting. The tests hold every file to it; the home page shows it.
  */
-const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4000 };
+const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4200 };
 export const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
 
 /** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */

@@ -27,6 +27,8 @@ export interface CapturedSession {
   replies?: number;
   /** What each request carried, in order: a subagent's and a summary request are shown from these. */
   sent?: SentRequest[];
+  /** The recorded reply each request got (its index in the fixture): not in file order when agents ran at once (s19). */
+  served?: number[];
   /** The temporary folder the tools worked in (shown as "the workspace"). */
   workspace?: string;
   milliseconds?: number;
@@ -113,7 +115,8 @@ export function shownSession(root: string, id: string, session: CapturedSession)
   if (session.failed) throw new Error(`The demo of ${id} could not be replayed for its page:\n${session.failed}`);
   const scenario = JSON.parse(readFileSync(path.join(root, "fixtures", id, "demo.json"), "utf8"));
   const problems = sessionProblems(session, scenario);
-  const { steps, problems: unshown } = sessionSteps(session.messages ?? [], session.sent ?? [], scenario.replies);
+  const replies = session.served ? session.served.map((i: number) => scenario.replies[i]) : scenario.replies;
+  const { steps, problems: unshown } = sessionSteps(session.messages ?? [], session.sent ?? [], replies);
   problems.push(...unshown);
   const notesPath = notesFile(root, id);
   if (existsSync(notesPath)) problems.push(...checkNotes(JSON.parse(readFileSync(notesPath, "utf8")), steps, path.relative(root, notesPath)));

@@ -9,16 +9,21 @@
 // step number as the view shows it (1 is the first prompt).
 //
 // A stage may also make requests outside the conversation: a subagent's (s10) and a summary
-// request (s11). The replay saw them, and sessionSteps shows them where they happened.
+// request (s11). The replay saw them, and sessionSteps shows them where they happened. A
+// teammate's (s19) are shown as a subagent's are, under the call that started it.
+import { agentOf } from "../lib/course/scenario.ts";
 import type { ContentBlock, ContentBlockParam, MessageCreateParams, MessageParam, ToolResultBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import type { Lang } from "./curriculum.ts";
 
-/** `by`: the label of the subagent whose own conversation the step is in (not the parent's). */
+/** `by`: the label of the subagent (or the name of the teammate, s19) whose own conversation the step is in (not the parent's). */
+type By = { by?: string; teammate?: boolean };
 export type Step =
-  | { kind: "prompt"; text: string; by?: string }
-  | { kind: "text"; text: string; by?: string }
-  | { kind: "call"; id: string; name: string; input: Record<string, unknown>; by?: string }
-  | { kind: "result"; id: string; name: string; text: string; isError: boolean; by?: string }
+  | ({ kind: "prompt"; text: string } & By)
+  // A message of the harness's own, not the person's: a teammate's next task, the lead woken by notices (s19).
+  | ({ kind: "notice"; text: string } & By)
+  | ({ kind: "text"; text: string } & By)
+  | ({ kind: "call"; id: string; name: string; input: Record<string, unknown> } & By)
+  | ({ kind: "result"; id: string; name: string; text: string; isError: boolean } & By)
   // A summary request (s11): how many messages it carried, the instruction that ends it, and
   // its tool_choice; then the summary the model wrote.
   | { kind: "summary-request"; messages: number; instruction: string; toolChoice: string }
@@ -50,7 +55,8 @@ function stepsOfMessage(message: MessageParam, names: Map<string, string>): Step
   const steps: Step[] = [];
   for (const block of blocksOf(message)) {
     if (block.type === "text") {
-      if (message.role === "user") steps.push({ kind: "prompt", text: block.text });
+      const notice = /^<notice>[^]*<\/notice>$/.test(block.text.trim()); // the whole message is the harness's
+      if (message.role === "user") steps.push({ kind: notice ? "notice" : "prompt", text: block.text });
       else if (block.text.trim() !== "") steps.push({ kind: "text", text: block.text });
     } else if (block.type === "tool_use") {
       names.set(block.id, block.name);
@@ -65,8 +71,8 @@ function stepsOfMessage(message: MessageParam, names: Map<string, string>): Step
 const blocksOf = (message: MessageParam): Block[] =>
   typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as Block[]);
 
-/** What the page needs of a request the model received: what it carried, and whether it let the model call tools. */
-export type SentRequest = Pick<MessageCreateParams, "messages" | "tool_choice">;
+/** What the page needs of a request the model received: what it carried, whether it let the model call tools, and which teammate sent it (s19: its system prompt, or `agent` as captured). */
+export type SentRequest = Pick<MessageCreateParams, "messages" | "tool_choice"> & { system?: unknown; agent?: string };
 
 /** A subagent the conversation started: the task call, the prompt it was given, its label, its steps. */
 interface Child {
@@ -75,6 +81,8 @@ interface Child {
   label: string;
   /** How many messages its latest request carried (0: it has made none yet). */
   sent: number;
+  /** A teammate (s19): its requests name it, and what the harness sends it between turns is shown too. */
+  teammate?: boolean;
   names: Map<string, string>;
   steps: Step[];
 }
@@ -95,24 +103,25 @@ export function sessionSteps(messages: MessageParam[], requests: SentRequest[], 
   const own = messages.filter((m) => m.role === "assistant");
   const children: Child[] = stepsOf(messages).flatMap((step) =>
     step.kind === "call" && typeof step.input.prompt === "string"
-      ? [{ call: step.id, prompt: step.input.prompt.trim(), label: String(step.input.description ?? step.name).replace(/\s+/g, " ").trim().slice(0, 30), sent: 0, names: new Map(), steps: [] }]
+      ? [{ call: step.id, prompt: step.input.prompt.trim(), label: String(step.input.description ?? step.input.name ?? step.name).replace(/\s+/g, " ").trim().slice(0, 30), sent: 0, names: new Map(), steps: [] }]
       : [],
   );
-  const before = new Map<number, Step[]>(); // steps to show before the conversation's reply n
+  const ahead = new Map<number, Step[]>(); // steps to show before the conversation's reply n
   const problems: string[] = [];
   let next = 0; // the conversation's next reply
   requests.forEach((request, i) => {
     const reply = replies[i];
     if (!reply) return; // a request the replay refused: the replay's verdict names it
-    if (next < own.length && JSON.stringify(own[next].content) === JSON.stringify(reply.content)) return void next++;
-    const child = childOf(request, children);
-    if (child) return void child.steps.push(...childSteps(child, request, reply));
+    const agent = request.agent ?? agentOf(request.system);
+    if (!agent && next < own.length && JSON.stringify(own[next].content) === JSON.stringify(reply.content)) return void next++;
+    const before = childOf(request, children, agent);
+    if (before) return void before.child.steps.push(...childSteps(before.child, before.sent, request, reply));
     if (request.tool_choice?.type === "none") {
       const last = request.messages.at(-1);
       const instruction = last?.role === "user" ? blocksOf(last).flatMap((b) => (b.type === "text" ? [b.text] : [])).at(-1) ?? "" : "";
       const text = (reply.content as Block[]).flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n").trim();
       const asked: Step = { kind: "summary-request", messages: request.messages.length, instruction, toolChoice: request.tool_choice.type };
-      return void before.set(next, [...(before.get(next) ?? []), asked, { kind: "summary", text }]);
+      return void ahead.set(next, [...(ahead.get(next) ?? []), asked, { kind: "summary", text }]);
     }
     problems.push(`request ${i + 1} is neither the conversation's, nor a subagent's, nor a summary request: the page would not show it`);
   });
@@ -120,13 +129,13 @@ export function sessionSteps(messages: MessageParam[], requests: SentRequest[], 
   const names = new Map<string, string>();
   let reply = 0;
   for (const message of messages) {
-    if (message.role === "assistant") steps.push(...(before.get(reply++) ?? []));
+    if (message.role === "assistant") steps.push(...(ahead.get(reply++) ?? []));
     for (const step of stepsOfMessage(message, names)) {
       steps.push(step);
       if (step.kind === "call") steps.push(...children.filter((c) => c.call === step.id).flatMap((c) => c.steps));
     }
   }
-  steps.push(...(before.get(reply) ?? [])); // a summary after the last reply (the request after it failed)
+  steps.push(...(ahead.get(reply) ?? [])); // a summary after the last reply (the request after it failed)
   return { steps, problems };
 }
 
@@ -134,25 +143,32 @@ export function sessionSteps(messages: MessageParam[], requests: SentRequest[], 
  * The subagent a request is from: one whose prompt is its first message. A first request
  * (one message) starts the first subagent with that prompt that has not started; a later one
  * continues the one whose last request was the longest shorter one. The prompt may be sent as
- * one text block (a cache breakpoint on it, s14 in the capstone).
+ * one text block (a cache breakpoint on it, s14 in the capstone). A teammate's request (s19)
+ * names it (`agent`): only a call that started that name is a match. `sent`: what it had sent before.
  */
-function childOf(request: SentRequest, children: Child[]): Child | undefined {
+function childOf(request: SentRequest, children: Child[], agent?: string): { child: Child; sent: number } | undefined {
   const first = request.messages[0];
   const [block, more] = typeof first?.content === "string" ? [{ type: "text", text: first.content }] : (first?.content ?? []);
   if (first?.role !== "user" || more || block?.type !== "text") return undefined;
-  const same = children.filter((c) => c.prompt === block.text);
+  const same = children.filter((c) => c.prompt === block.text && (agent === undefined || c.label === agent));
   const length = request.messages.length;
   const child = length === 1 ? same.find((c) => c.sent === 0) : same.filter((c) => c.sent > 0 && c.sent < length).sort((a, b) => b.sent - a.sent)[0];
-  if (child) child.sent = length;
-  return child;
+  if (!child) return undefined;
+  const sent = child.sent;
+  [child.sent, child.teammate] = [length, agent !== undefined];
+  return { child, sent };
 }
 
-/** A subagent's request as steps: the results it sent (none in its first), then the reply it got. */
-function childSteps(child: Child, request: SentRequest, reply: { content: unknown[] }): Step[] {
-  const last = request.messages.at(-1)!;
-  const sent = request.messages.length > 1 && last.role === "user" ? stepsOfMessage(last, child.names).filter((s) => s.kind === "result") : [];
+/**
+ * A subagent's request as steps: the results it sent since its last request (none in its first,
+ * whose prompt is the call's), then the reply it got. A teammate's also show what the harness
+ * sent it between its turns (its next task, its messages).
+ */
+function childSteps(child: Child, before: number, request: SentRequest, reply: { content: unknown[] }): Step[] {
+  const fresh = request.messages.slice(Math.max(1, before)).filter((message) => message.role === "user");
+  const sent = fresh.flatMap((message) => stepsOfMessage(message, child.names));
   const got = stepsOfMessage({ role: "assistant", content: reply.content as ContentBlock[] }, child.names);
-  return [...sent, ...got].map((step) => ({ ...step, by: child.label }) as Step);
+  return [...sent, ...got].map((step) => ({ ...step, by: child.label, ...(child.teammate ? { teammate: true } : {}) }) as Step);
 }
 
 function resultText(block: ToolResultBlockParam): string {

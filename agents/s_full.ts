@@ -1,18 +1,22 @@
 /**
  * s_full.ts - The Capstone
  *
- * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s14 around it.
+ * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s18 around it.
  *
  *   a prompt (or /compact, /cost)   system prompt: rules + skills list + memory (s12)
  *      |                                    |
  *      v                                    v
  *   +------------------------------------------------------------------------+
- *   | agent-loop (the same text as in s01)                                   |
+ *   | runTurn: hooks around the turn (s17), notices of ended tasks (s18)     |
+ *   | agent-loop (the same text as in s01), on a session log (s16)           |
  *   |   client.messages.create --> client (s11): transcript, micro-compact,  |
  *   |                              auto-compact over COMPACT_THRESHOLD;      |
  *   |                              breakpoints (s14); the parent's reply     |
  *   |                              streamed (s13); its usage counted (s14)   |
- *   |   runTools --> runTool (s06): look up, validate, approve, execute      |
+ *   |   PROVIDER=openai: provider = Chat Completions adapter, replies whole  |
+ *   |     (to-chat, from-chat: s15); broken arguments refused in runTool     |
+ *   |   runTools --> runTool (s06): look up, validate, approve, execute;     |
+ *   |     rules (deny, ask, allow) and PreToolUse/PostToolUse hooks (s17)    |
  *   |     result > 40,000 characters: kept whole in a file (s07)             |
  *   |     todo reminder rides in the last result (s09)                       |
  *   |   endTurn: the turn's tokens and cost (s14)                            |
@@ -22,7 +26,7 @@
  *   core: bash read_file write_file edit_file (s02, s03)   grep (s07)
  *   Part I: glob ls (s03) web_fetch (s04) ask_user (s05)
  *   plan: todo_write (s09)   task: a subagent with a fresh context (s10)
- *   compact (s11)   load_skill save_memory (s12)
+ *   compact (s11)   load_skill save_memory (s12)   bash_output kill_task (s18)
  *   found outside: discovery command + MCP servers from .agent/settings.json, .mcp.json (s08)
  *
  * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
@@ -31,12 +35,15 @@
  *   s08 settings, command-tools, mcp, discovery               web-address, ask-user
  *   s09 todo, reminder     s10 subagent     s11 transcript, micro-compact, auto-compact,
  *   compact-tool, client   s12 skills, memory, knowledge   s13 stream
- *   s14 breakpoints, prices, accounting   s16 session-log, resume, repair   here: part-one, tools
+ *   s14 breakpoints, prices, accounting   s15 to-chat, from-chat   s16 session-log, resume, repair
+ *   s17 rules, hooks (and settings, with s08's)   s18 background, task-tools, notices
+ *   here: part-one, tools
  * The regions where mechanisms meet (config, tool, client, run-tool, end-turn, program) say so.
  * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
  *
  *   npx tsx agents/s_full.ts       (no key: replays the recorded demo)
  *   npx tsx agents/s_full.ts --approval-mode auto-edit
+ *   PROVIDER=openai npx tsx agents/s_full.ts    (OPENAI_API_KEY, OPENAI_BASE_URL, MODEL_ID)
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { EventEmitter, once } from "node:events";
@@ -56,7 +63,7 @@ import { StringDecoder } from "node:string_decoder";
 import { isDeepStrictEqual } from "node:util";
 import type {
   ContentBlock, ContentBlockParam, ImageBlockParam, Message, MessageCreateParamsNonStreaming, MessageParam, RawMessageStreamEvent,
-  TextBlockParam, Tool, ToolResultBlockParam, ToolUseBlock,
+  StopReason, TextBlockParam, Tool, ToolResultBlockParam, ToolUnion, ToolUseBlock,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ErrorObject } from "ajv";
 import { notPublic } from "../lib/machinery/addresses.ts";
@@ -72,6 +79,7 @@ import { GREP_LIMITS, searchFiles } from "../lib/machinery/search.ts";
 import { dialectOf, jsonSchemaValidator, optionalString, outsideSchemaCheck, requireString, schemaCheck, schemaForModel } from "../lib/machinery/validation.ts";
 import { byName, findFiles, globMatcher, unreadableNote } from "../lib/machinery/walk.ts";
 import type { Scenario } from "../lib/course/scenario.ts";
+import { postChatCompletion } from "../lib/runtime/chat-completions.ts";
 import { loadWorkbookEnv } from "../lib/runtime/env.ts";
 import { checkedReply, modelClient, type ModelClient } from "../lib/runtime/model.ts";
 import { describeProviderError, isMain, optionValue, runAsMain } from "../lib/runtime/program.ts";
@@ -84,15 +92,26 @@ const API_KEY = process.env.ANTHROPIC_API_KEY || undefined;
 const AUTH_TOKEN = process.env.ANTHROPIC_AUTH_TOKEN || undefined; // a bearer token, for providers that ask for one
 const MODEL = process.env.MODEL_ID || "claude-sonnet-5-5";
 const MAX_TOKENS = 8000;
+// s15: which format the client speaks. anthropic (the default) is s06's client, the Messages
+// API; openai is Chat Completions at OPENAI_BASE_URL (OpenAI's by default; Ollama, Gemini,
+// Groq, LM Studio and vLLM serve it too), with OPENAI_API_KEY sent as a bearer token.
+const PROVIDERS = ["anthropic", "openai"];
+const PROVIDER = process.env.PROVIDER || "anthropic";
+const OPENAI_API_KEY = process.env.OPENAI_API_KEY || undefined;
+const OPENAI_BASE_URL = process.env.OPENAI_BASE_URL || "https://api.openai.com/v1";
 const MAX_OUTPUT = 30_000; // characters of a command's stderr kept for its error
 const BASE_URL = process.env.ANTHROPIC_BASE_URL || undefined;
 // The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
 // SDK at the first request, so the program starts at once), which also gives a streamed
 // reply's events as they arrive (s13). With no key the program replays a recorded demo, and
 // the placeholder key it then uses is never sent anywhere. The loop's `client` (region
-// `client`, s11) hands its requests to this one after compacting what they carry; a subagent
+// `client`, s11) hands its requests to `provider` after compacting what they carry; a subagent
 // (s10) calls the same `client`, so its own conversation is kept and compacted the same way.
-const provider = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: BASE_URL });
+// With PROVIDER=openai, `provider` is s15's adapter (viaChatCompletions, region `client`),
+// which has create() and no events: Chat Completions is not streamed here, so with it every
+// reply comes whole, the parent's too (region `client`). Only the Anthropic connection streams.
+const anthropic = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: BASE_URL });
+const provider: ModelClient = PROVIDER === "openai" ? { messages: { create: viaChatCompletions } } : anthropic;
 // The workspace is the directory the program runs in. It is read at each call rather than
 // stored, so the offline replay and the tests run this same code in a temporary folder; the
 // system prompt is written at each request for the same reason. It is every stage's sentences
@@ -3390,7 +3409,10 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
   const tool = registry.getTool(call.name);
   if (!tool) show(dim(`> ${visible(call.name)}`));
   if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
-  // 4. Validate. Models send null for what they leave out: it means "not given", for every tool.
+  // 4. Validate. s15: arguments that were not a JSON object (the adapter kept them under NOT_JSON) are the model's to send again.
+  const unread = (call.input as Record<string, unknown> | null)?.[NOT_JSON];
+  if (typeof unread === "string") return failed(`Error: ${call.name} was not run: its arguments are not a JSON object (${JSON.stringify(clip(unread, 200, "head"))}). Send the call again with valid JSON arguments.`);
+  // Models send null for what they leave out: it means "not given", for every tool.
   const params = Object.fromEntries(Object.entries(call.input ?? {}).filter(([, value]) => value !== null));
   const problem = tool.validateToolParams(params);
   if (problem) {
@@ -3487,7 +3509,8 @@ function showContext(usage: Message["usage"] | undefined): void {
 // What changes is inside: the request goes out with stream: true, and the reply comes back as
 // events. Each event is shown as it arrives and added to the message being built; when the
 // stream ends, the loop gets that message, the same as the reply sent whole would have been.
-// The client (region `client`) sends the parent's requests this way; a subagent's come whole.
+// The client (region `client`) sends the parent's requests this way; a subagent's come whole,
+// and so does every reply with PROVIDER=openai (s15): Chat Completions is not streamed here.
 
 /** A reply while its events arrive. */
 interface Building {
@@ -3511,7 +3534,7 @@ async function streamReply(request: MessageCreateParamsNonStreaming): Promise<Me
   try {
     // While the reply streams, Ctrl-C aborts the request (lib/runtime/terminal.ts), as s06's Ctrl-C cancels a tool.
     await cancellable(() => stop.abort(), async () => {
-      for await (const event of await provider.messages.events(request, { signal: stop.signal })) {
+      for await (const event of await anthropic.messages.events(request, { signal: stop.signal })) {
         if (stop.signal.aborted) break; // not one event more after Ctrl-C, even one already received
         addEvent(reply, event);
         showEvent(reply, event);
@@ -3801,14 +3824,143 @@ function resetTokens(): void {
 export const sessionTally = (): Readonly<Tally> => ({ ...sessionTokens });
 // #endregion accounting
 
+// #region to-chat
+// OpenAI's Chat Completions format: the parts this adapter writes and reads.
+type ChatToolCall = { id: string; type: "function"; function: { name: string; arguments: string } };
+type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+export interface ChatRequest {
+  model: string;
+  /** OpenAI's current name for max_tokens, which its newer models refuse. */
+  max_completion_tokens: number;
+  messages: ChatMessage[];
+  tools?: { type: "function"; function: { name: string; description: string; parameters: unknown } }[];
+  tool_choice?: "auto" | "required" | "none" | { type: "function"; function: { name: string } };
+}
+
+// What the Chat Completions format has no place for: a note in its place, so the model knows something was there.
+const leftOut = (type: string) => `[a ${type} block was left out: Chat Completions cannot carry it here]`;
+
+/** The loop's request, as a Chat Completions request: the same conversation in the other format. */
+export function toChatRequest(request: MessageCreateParamsNonStreaming): ChatRequest {
+  const messages: ChatMessage[] = [];
+  // The system prompt is a message of its own, the first.
+  const system = typeof request.system === "string" ? request.system : (request.system ?? []).map((block) => block.text).join("\n\n");
+  if (system) messages.push({ role: "system", content: system });
+  for (const message of request.messages) messages.push(...toChatMessages(message));
+  const tools = (request.tools ?? []).map(toChatTool);
+  const choice = request.tool_choice; // s11's summary request sends "none": the same choices, other names
+  const tool_choice = choice && (choice.type === "tool" ? { type: "function" as const, function: { name: choice.name } } : ({ auto: "auto", any: "required", none: "none" } as const)[choice.type]);
+  return { model: request.model, max_completion_tokens: request.max_tokens, messages, ...(tools.length > 0 ? { tools } : {}), ...(tool_choice ? { tool_choice } : {}) };
+}
+
+/** A tool the harness runs: a function with a JSON Schema, as in the Messages API. */
+function toChatTool(tool: ToolUnion): NonNullable<ChatRequest["tools"]>[number] {
+  // A server tool (web search, code execution) runs at Anthropic's end: no Chat Completions server runs it.
+  if (!("input_schema" in tool)) throw new Error(`${tool.type} is a server tool of the Messages API; Chat Completions has none, so PROVIDER=openai cannot offer it`);
+  return { type: "function", function: { name: tool.name, description: tool.description ?? "", parameters: tool.input_schema } };
+}
+
+/** One message of the history as Chat Completions messages (one, or a tool message per result). */
+function toChatMessages(message: MessageParam): ChatMessage[] {
+  if (typeof message.content === "string") return [{ role: message.role, content: message.content }];
+  const blocks: ContentBlockParam[] = message.content;
+  if (message.role === "assistant") {
+    // Text, then the calls. Thinking blocks stay behind: Chat Completions has no field to send them back in.
+    const text = blocks.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n\n");
+    const calls = blocks.flatMap((block): ChatToolCall[] =>
+      block.type === "tool_use" ? [{ id: block.id, type: "function", function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } }] : [],
+    );
+    // With no text and no calls (only thinking), the note stands in: OpenAI refuses a null content there.
+    const content = text || (calls.length > 0 ? null : blocks.map((block) => leftOut(block.type)).join("\n\n"));
+    return [{ role: "assistant", content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }];
+  }
+  // The results first, each a message of its own, in the order of the calls they answer (the
+  // API wants them right after the assistant's tool_calls); then the person's text, if any.
+  const results = blocks.flatMap((block): ChatMessage[] => (block.type === "tool_result" ? [{ role: "tool", tool_call_id: block.tool_use_id, content: toolMessageText(block) }] : []));
+  const text = blocks.flatMap((block) => (block.type === "text" ? [block.text] : block.type === "tool_result" ? [] : [leftOut(block.type)])).join("\n\n");
+  return text ? [...results, { role: "user", content: text }] : results;
+}
+
+/** A tool result's content as text. A tool message holds text only: an image becomes a note. */
+function toolMessageText(result: ToolResultBlockParam): string {
+  const parts = typeof result.content === "string" ? [result.content] : (result.content ?? []).map((part) => (part.type === "text" ? part.text : leftOut(part.type)));
+  const text = parts.join("\n\n");
+  // Chat Completions has no is_error: the text says it (runTool's errors already start so).
+  return result.is_error && !/^(error|not run)\b/i.test(text) ? `Error: ${text}` : text;
+}
+// #endregion to-chat
+
+// #region from-chat
+export interface ChatReply {
+  id: string;
+  model: string;
+  choices: { message: { content?: string | null; tool_calls?: ChatToolCall[] }; finish_reason: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
+}
+
+/** Why the reply ended, in the loop's words. Any other reason (or none) ends the turn. */
+const STOP_REASONS: Record<string, StopReason> = { tool_calls: "tool_use", stop: "end_turn", length: "max_tokens", content_filter: "refusal" };
+
+/** The key of the input the adapter gives a call whose arguments were not a JSON object: runTool refuses it. */
+export const NOT_JSON = "arguments_not_json";
+
+let unnamedCalls = 0;
+
+/** A Chat Completions reply as the Messages API reply the loop expects. */
+export function fromChatReply(reply: ChatReply): Message {
+  const { message, finish_reason } = reply.choices[0];
+  const content: ContentBlock[] = [];
+  if (message.content) content.push({ type: "text", text: message.content } as ContentBlock);
+  const ids = new Set<string>();
+  for (const call of message.tool_calls ?? []) {
+    // The provider's id, so the results answer what it asked; one of our own if it gave none, or
+    // none that is text, or one already used: each result answers one call, and OpenAI wants ids as text.
+    const id = typeof call.id === "string" && call.id !== "" && !ids.has(call.id) ? call.id : `call_unnamed_${++unnamedCalls}`;
+    ids.add(id);
+    content.push({ type: "tool_use", id, name: call.function?.name ?? "", input: argumentsOf(call) } as ContentBlock);
+  }
+  // OpenAI counts cached tokens inside prompt_tokens; the Messages API counts them apart.
+  const cached = reply.usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  return {
+    id: reply.id,
+    type: "message",
+    role: "assistant",
+    model: reply.model,
+    content,
+    stop_reason: STOP_REASONS[finish_reason ?? ""] ?? "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: (reply.usage?.prompt_tokens ?? 0) - cached, output_tokens: reply.usage?.completion_tokens ?? 0, cache_read_input_tokens: cached, cache_creation_input_tokens: null },
+  } as Message;
+}
+
+/**
+ * A call's arguments, parsed from their JSON string. A model may write broken JSON (cut off,
+ * a stray comma): that must not crash the turn, and the call still needs its result. So the
+ * text is kept, under NOT_JSON, and runTool answers the call with an error the model can act on.
+ */
+function argumentsOf(call: ChatToolCall): Record<string, unknown> {
+  const text: unknown = call.function?.arguments;
+  if (text === undefined || (typeof text === "string" && text.trim() === "")) return {}; // no arguments: some servers send ""
+  if (typeof text === "object" && text !== null && !Array.isArray(text)) return text as Record<string, unknown>; // sent as an object: taken as it is
+  try {
+    const input: unknown = JSON.parse(String(text));
+    if (typeof input === "object" && input !== null && !Array.isArray(input)) return input as Record<string, unknown>;
+  } catch {} // not JSON: kept below
+  return { [NOT_JSON]: String(text) };
+}
+// #endregion from-chat
+
 // #region client
 /**
  * The client the loop calls: it gets the loop's own `messages` (the whole conversation) and
  * returns the model's reply, like the SDK's. In between, in this order: a compaction when one
  * is due, the request with the smaller view of the conversation and its breakpoints, the reply
- * (streamed for the parent), and its usage counted. The transcript needs no step here: the
- * person's `messages` are the session log (s16), where each message is on disk at its push. A
- * subagent (s10) calls this client too, with a conversation of its own.
+ * (streamed for the parent, but whole from s15's adapter), and its usage counted. The transcript
+ * needs no step here: the person's `messages` are the session log (s16), where each message is
+ * on disk at its push. A subagent (s10) calls this client too, with a conversation of its own.
  */
 const client: ModelClient = {
   messages: {
@@ -3828,13 +3980,31 @@ const client: ModelClient = {
       const sent = withBreakpoints({ ...request, messages: contextFor(conversation, messages) });
       // s13: the parent's reply streams to the screen. A subagent's comes whole: its lines are
       // shown labelled (show), up to four run at once, and Ctrl-C ends its call through `options`.
-      const response = child ? await provider.messages.create(sent, options) : await streamReply(sent);
+      // s15: with PROVIDER=openai every reply comes whole, the parent's too: the adapter has no
+      // stream (`showText` shows the parent's text when the reply is in, as before s13).
+      const streamed = !child && PROVIDER !== "openai";
+      const response = streamed ? await streamReply(sent) : await provider.messages.create(sent, options);
       addUsage(response.usage); // s14: the session's tally and the turn's
       conversation.contextTokens = inputTokens(response.usage);
       return response;
     },
   },
 };
+
+/**
+ * s15: `provider` with PROVIDER=openai. One request through Chat Completions: translated, sent
+ * (lib/runtime/chat-completions.ts), translated back, checked as lib checks any reply. The
+ * summary request (`compact`) and a subagent's come through here too; a subagent's line is
+ * shown under its label.
+ */
+async function viaChatCompletions(request: MessageCreateParamsNonStreaming, options?: { signal?: AbortSignal }): Promise<Message> {
+  const chat = toChatRequest(request);
+  const reply = (await postChatCompletion({ baseURL: OPENAI_BASE_URL, apiKey: OPENAI_API_KEY }, chat, options?.signal)) as ChatReply;
+  const { finish_reason, message } = reply.choices[0];
+  // The person sees the other format at work: what went out, and what came back.
+  show(dim(`  [chat/completions: ${chat.messages.length} messages out; finish_reason ${finish_reason ?? "none"}, ${message.tool_calls?.length ?? 0} tool_calls back]`));
+  return checkedReply(fromChatReply(reply), OPENAI_BASE_URL);
+}
 // #endregion client
 
 // #region agent-loop
@@ -3859,7 +4029,9 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 
 // #region end-turn
 function showText(response: Message): void {
-  // s13: the text is on the screen already, shown as it streamed (showEvent): nothing twice.
+  // s13: the text is on the screen already, shown as it streamed (showEvent): nothing twice. With
+  // PROVIDER=openai (s15) the reply came whole, not streamed: its text is shown here, as in s01.
+  if (PROVIDER === "openai") for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
   showContext(response.usage); // s07: how full the context is, after every reply
 }
 
@@ -3889,6 +4061,13 @@ function endTurn(response: Message, messages: MessageParam[]): void | Promise<vo
 // #region program
 const modeProblem = APPROVAL_MODE ? undefined : `the approval mode "${requestedMode}" does not exist; choose one of ${APPROVAL_MODES.join(", ")}`;
 const thresholdProblem = COMPACT_THRESHOLD ? undefined : `COMPACT_THRESHOLD "${requestedThreshold}" is not a number of tokens: give a whole number, at least 1000 (the default is ${DEFAULT_THRESHOLD})`;
+// s15: a setting that cannot work, said in one line before anything runs; and the key is the provider's.
+const providerProblem = !PROVIDERS.includes(PROVIDER)
+  ? `PROVIDER "${PROVIDER}" is not one this stage speaks: anthropic (the default, the Messages API) or openai (Chat Completions)`
+  : PROVIDER === "openai" && OPENAI_API_KEY && !process.env.MODEL_ID
+    ? "PROVIDER=openai needs MODEL_ID: the model's name at OPENAI_BASE_URL, as that server lists it"
+    : undefined;
+const hasKey = PROVIDER === "openai" ? Boolean(OPENAI_API_KEY) : Boolean(API_KEY || AUTH_TOKEN);
 
 /**
  * Before a replay, what each stage did before its own: names resolve from the scenario's
@@ -3913,6 +4092,15 @@ export async function prepareReplay(scenario: Scenario & { compactThreshold?: nu
   await loadSettings(); // s17: after discovery, so a rule may name a tool found outside
 }
 
+const PROVIDER_HELP = [
+  "  PROVIDER=openai         speak Chat Completions instead of the Messages API (default: anthropic)",
+  "  OPENAI_API_KEY          with PROVIDER=openai: the key, sent as a bearer token (a local server usually takes any)",
+  "  OPENAI_BASE_URL         with PROVIDER=openai: the address before /chat/completions (default https://api.openai.com/v1)",
+  "  MODEL_ID                with PROVIDER=openai: required, the model's name at that address",
+];
+const OPENAI_HOW_TO =
+  "To use a real model with PROVIDER=openai: set OPENAI_API_KEY and MODEL_ID (and OPENAI_BASE_URL for a server other than OpenAI's), in your shell or in the workbook's .env.";
+
 const SESSION_HELP = [
   `  --continue              resume the session of this workspace written to last (${SESSIONS}/)`,
   `  --resume <id>           resume that session; --resume alone lists the sessions`,
@@ -3921,7 +4109,7 @@ const SESSION_HELP = [
 /** Resuming sends the session to a model: with no key there is none (the demo would replay instead). */
 const resumeProblem = (args: string[]) => {
   const resuming = args.includes("--continue") || /^[^-]/.test(optionValue(args, "--resume") ?? "-");
-  if (resuming && !API_KEY && !AUTH_TOKEN) return `resuming a session needs a real model, and no key is set (see --help); without one, --replay resume shows a session resumed offline`;
+  if (resuming && !hasKey) return `resuming a session needs a real model, and no key is set (see --help); without one, --replay resume shows a session resumed offline`;
 };
 
 /**
@@ -3955,11 +4143,13 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
       title: "The Capstone",
       agentLoop: runTurn,
       startHistory: () => startHistory(args),
-      hasKey: Boolean(API_KEY || AUTH_TOKEN),
+      hasKey,
+      keyHelp: PROVIDER === "openai" ? { names: "OPENAI_API_KEY", howTo: OPENAI_HOW_TO } : undefined,
       args,
       options: ["--approval-mode", "--resume"],
       switches: ["--continue"],
-      settingsProblem: modeProblem ?? thresholdProblem ?? pricesProblem ?? resumeProblem(args),
+      // s15: a recording keeps Messages API replies, which PROVIDER=openai gets from the adapter, not from the wire.
+      settingsProblem: providerProblem ?? (PROVIDER === "openai" && args.includes("--record") ? "--record saves Messages API replies: record with PROVIDER=anthropic" : undefined) ?? modeProblem ?? thresholdProblem ?? pricesProblem ?? resumeProblem(args),
       help: [
         "  --approval-mode <mode>  default (ask before edits and commands), auto-edit (ask before commands), yolo (never ask), plan (read only); or APPROVAL_MODE",
         "  --list-tools            list the tools this folder's .agent/settings.json and .mcp.json bring, and where each comes from",
@@ -3967,6 +4157,7 @@ export async function main(args = process.argv.slice(2)): Promise<never> {
         `  MODEL_PRICES            prices in dollars per million tokens, as JSON: ${PRICES_EXAMPLE}`,
         `                          (the table in agents/s_full.ts, as of ${PRICES_DATE}, knows ${Object.keys(PRICES).join(", ")})`,
         ...SESSION_HELP,
+        ...PROVIDER_HELP,
         `  "permissions" and "hooks": in ${PERSONAL.name} (yours) and ${SETTINGS_FILE} (the project's: its deny and ask rules count,`,
         `                          its allow rules and hooks once you trust them). A deny rule holds in every mode, yolo too.`,
       ],

@@ -11,7 +11,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadScenario, scenarioNames } from "../lib/course/scenario.ts";
+import { agentOf, loadScenario, scenarioNames } from "../lib/course/scenario.ts";
 import { replayScenario, type ReplayableStage } from "../lib/course/session.ts";
 import { REPO_ROOT } from "../lib/course/stages.ts";
 import { presentStages } from "../.vitepress/regions.ts";
@@ -34,7 +34,8 @@ export async function captureSession(id: string, file: string): Promise<Captured
       requests: session.requests.length,
       replies: scenario.replies.length,
       // Only what the page needs of each request: the system prompt and tools are the stage's.
-      sent: session.requests.map(({ messages, tool_choice }) => ({ messages, tool_choice })),
+      sent: session.requests.map(({ messages, tool_choice, system }) => ({ messages, tool_choice, agent: agentOf(system) })),
+      served: session.served,
       workspace,
       milliseconds: Date.now() - started,
     };

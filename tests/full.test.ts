@@ -6,7 +6,8 @@
 // small scenario of its own: compaction keeping every tool_use with its result, the next
 // session reading the memory, tools discovered from a command, Part I's tools (glob, ls,
 // web_fetch, ask_user) as registry entries, each turn's tokens and /cost, and the parent's
-// reply streamed from a provider that can hold it half way (Ctrl-C included).
+// reply streamed from a provider that can hold it half way (Ctrl-C included); and with
+// PROVIDER=openai (s15), every request through the Chat Completions adapter, none streamed.
 // (The shared tests find stages by their sNN_ names, so the header and the no-key run are
 // checked here too.)
 import { execFileSync, spawn } from "node:child_process";
@@ -31,6 +32,8 @@ import {
   eventually, isRunning, killAll, reply, REPO_ROOT, resultText, runMain, runTurns, scenarioOf, stageFile, stageFiles, stageId, startStandIn, TSX_LOADER, usePrinted, useReplay, useWorkspace, withTmpdir,
 } from "./helpers.ts";
 import { expectWholeSession } from "./whole-session.ts";
+import { chatProblem } from "../lib/course/chat-replay.ts";
+import { compareWithScenario } from "../.vitepress/transcript.ts";
 
 // FULL_FILE: a changed copy of the capstone (agents/.full-*.ts), to see a test fail when a mechanism is broken.
 const FILE = process.env.FULL_FILE ?? path.join(AGENTS_DIR, CAPSTONE.file);
@@ -1343,5 +1346,130 @@ describe("the capstone's stream: the parent's replies arrive as they are written
     expect(screen().match(/> Task look/g)).toHaveLength(1);
     expect(screen()).toContain("  [look] > List .");
     expect(screen()).toContain("  [look] The folder is empty.");
+  });
+});
+
+describe("the capstone with PROVIDER=openai: s15's adapter is its provider, every reply whole (s15)", () => {
+  useWorkspace();
+  const printed = usePrinted();
+  quietStdout();
+  type Chat = { model: string; messages: Record<string, unknown>[]; tools?: { type: string; function: { name: string } }[]; tool_choice?: unknown };
+  type Openai = Full & { NOT_JSON: string; main(args?: string[]): Promise<never> };
+
+  /** The capstone (and the replay, from the same fresh copy of lib) loaded with these settings, which it reads when it loads. */
+  async function fullWith(settings: Record<string, string>) {
+    for (const [name, value] of Object.entries(settings)) vi.stubEnv(name, value);
+    vi.resetModules();
+    try {
+      return { openai: (await import(FILE)) as Openai, replayIn: (await import("../lib/course/session.ts")).replayScenario };
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  }
+  /** The program, loaded afresh with these settings, run with `args`. */
+  async function runWith(settings: Record<string, string>, args: string[]) {
+    for (const [name, value] of Object.entries(settings)) vi.stubEnv(name, value);
+    vi.resetModules();
+    try {
+      return await runMain(FILE, args);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  }
+  afterAll(() => vi.resetModules());
+
+  // A Chat Completions server on 127.0.0.1: each request gets the next answer. ANTHROPIC_BASE_URL
+  // points here too, so a request that went over the Messages API instead (a stream) is seen.
+  const received: { url: string; authorization?: string; body: Chat }[] = [];
+  const answers: object[] = [];
+  let server: import("node:http").Server;
+  let url = "";
+  beforeAll(async () => {
+    const { createServer } = await import("node:http");
+    server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as Chat;
+      received.push({ url: req.url ?? "", authorization: req.headers.authorization, body });
+      const problem = req.url === "/v1/chat/completions" ? chatProblem(body) : `no such path ${req.url}`;
+      const answer = problem ? undefined : answers.shift();
+      res.writeHead(answer ? 200 : 400, { "content-type": "application/json" });
+      res.end(JSON.stringify(answer ?? { error: { message: problem ?? "no answer left" } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+  beforeEach(() => void (received.length = answers.length = 0));
+  const WIRE = () => ({ PROVIDER: "openai", OPENAI_BASE_URL: url, OPENAI_API_KEY: "sk-test-123", MODEL_ID: "gpt-test", ANTHROPIC_BASE_URL: url, APPROVAL_MODE: "yolo" });
+  const chatReply = (message: object, finish_reason = "stop") => ({ id: "chatcmpl-1", object: "chat.completion", model: "gpt-test", choices: [{ index: 0, message: { role: "assistant", content: null, ...message }, finish_reason }] });
+  const callOf = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } });
+
+  it("replays the capstone's demo through the adapter: every request, the subagent's too, is Chat Completions, none streamed; the parent's text is shown once", async () => {
+    const { openai, replayIn } = await fullWith({ PROVIDER: "openai" });
+    const scenario = loadScenario("full");
+    const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-full-openai-")));
+    workspaces.push(workspace);
+    const session = await replayIn(openai, scenario, { workspace });
+    expect(session.problems).toEqual([]);
+    expect(session.turnErrors).toEqual([]);
+    expect(session.requests).toEqual([]); // nothing went to /v1/messages, streamed or whole
+    expect(session.chatRequests).toHaveLength(scenario.replies.length);
+    expect(compareWithScenario(session.messages, scenario)).toEqual([]);
+    expect((session.chatRequests as Chat[]).filter((chat) => String(chat.messages[0].content).includes("You are a subagent"))).toHaveLength(3);
+    // Not streamed, so showText prints the text (s13's stream would have written it to stdout).
+    const first = (scenario.replies[0].content.find((block) => block.type === "text") as { text: string }).text;
+    expect(printed.filter((line) => line === first)).toHaveLength(1);
+    expect(printed.filter((line) => /\[callers of parseDate\] +\[chat\/completions: /.test(line))).toHaveLength(3); // a subagent's lines under its label
+  });
+
+  it("POSTs {OPENAI_BASE_URL}/chat/completions with the bearer key, MODEL_ID and the capstone's tools as functions; broken arguments are refused and the corrected call runs", async () => {
+    const { openai } = await fullWith(WIRE());
+    answers.push(
+      chatReply({ tool_calls: [callOf("call_bad", "write_file", '{"path": "a.txt", "content": "A')] }, "tool_calls"),
+      chatReply({ content: "Sorry, again:", tool_calls: [callOf("call_good", "write_file", '{"path":"a.txt","content":"A"}')] }, "tool_calls"),
+      chatReply({ content: "Wrote a.txt." }),
+    );
+    await inSession(openai.agentLoop, ["Write a.txt"], openai.startHistory());
+    expect(received.map((r) => r.url)).toEqual(Array(3).fill("/v1/chat/completions")); // never /v1/messages: no stream
+    expect(received[0].authorization).toBe("Bearer sk-test-123");
+    expect(received[0].body).toMatchObject({ model: "gpt-test", max_completion_tokens: 8000 });
+    expect(received[0].body.tools!.map((tool) => [tool.type, tool.function.name])).toEqual(openai.TOOLS.map((tool) => ["function", tool.name]));
+    expect(received[1].body.messages.at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "call_bad",
+      content: 'Error: write_file was not run: its arguments are not a JSON object ("{\\"path\\": \\"a.txt\\", \\"content\\": \\"A"). Send the call again with valid JSON arguments.',
+    });
+    expect(received[2].body.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call_good", content: expect.stringMatching(/^Wrote 1 byte/) });
+    expect(readFileSync("a.txt", "utf8")).toBe("A");
+    expect(printed.filter((line) => line === "Sorry, again:" || line === "Wrote a.txt.")).toEqual(["Sorry, again:", "Wrote a.txt."]);
+  });
+
+  it("a compaction's summary request goes through the adapter with tool_choice none", async () => {
+    const { openai } = await fullWith(WIRE());
+    writeFileSync("notes.txt", "first note\n");
+    answers.push(
+      chatReply({ tool_calls: [callOf("c1", "compact", "{}")] }, "tool_calls"),
+      chatReply({ content: "Summary: nothing yet." }),
+      chatReply({ content: "Done." }),
+    );
+    await openai.prepareReplay({ description: "", prompts: [], replies: [] });
+    await inSession(openai.agentLoop, ["make room"], openai.startHistory());
+    expect(received.map((r) => r.url)).toEqual(Array(3).fill("/v1/chat/completions"));
+    expect(received[1].body.tool_choice).toBe("none");
+    expect(JSON.stringify(received[2].body.messages)).toContain("Summary: nothing yet.");
+  });
+
+  it("settings: an unknown PROVIDER stops the start in one line; --record is refused; no key names OPENAI_API_KEY; --help lists them; --continue counts OPENAI_API_KEY as a key", async () => {
+    expect(await runWith({ PROVIDER: "gemini" }, ["hello"])).toEqual({ code: 1, output: '[error] PROVIDER "gemini" is not one this stage speaks: anthropic (the default, the Messages API) or openai (Chat Completions)\n' });
+    expect(await runWith({ PROVIDER: "openai" }, ["--record", "x"])).toEqual({ code: 1, output: "[error] --record saves Messages API replies: record with PROVIDER=anthropic\n" });
+    expect((await runWith({ PROVIDER: "openai" }, ["a prompt"])).output).toMatch(/^\[error\] Your prompt needs a real model, and no key is set\. To use a real model with PROVIDER=openai: set OPENAI_API_KEY and MODEL_ID/);
+    expect((await runWith({}, ["--help"])).output).toContain("PROVIDER=openai         speak Chat Completions instead of the Messages API");
+    mkdirSync(SESSIONS, { recursive: true });
+    const lines = [{ session: "20250601-090000-aaaaaa", version: 1, started: "2025-06-01T09:00:00.000Z" }, { role: "user", content: "Remember 7." }, { role: "assistant", content: [{ type: "text", text: "I will." }] }];
+    writeFileSync(path.join(SESSIONS, "20250601-090000-aaaaaa.jsonl"), lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+    answers.push(chatReply({ content: "It was 7." }));
+    expect((await runWith(WIRE(), ["--continue", "Which number?"])).code).toBe(0);
+    expect(received[0].body.messages.map((m) => m.content)).toEqual([expect.any(String), "Remember 7.", "I will.", "Which number?"]);
   });
 });

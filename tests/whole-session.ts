@@ -37,7 +37,8 @@ export function expectWholeSession(id: string, session: ReplayedSession, scenari
   }
   expect(steps.filter((s) => s.kind === "prompt").map((s) => (s as { text: string }).text)).toEqual(scenario.prompts);
 
-  const shown = sessionSteps(messages, requests, scenario.replies);
+  // The reply each request got: in file order, unless agents ran at once (s19) and the replay served each its own.
+  const shown = sessionSteps(messages, requests, session.served ? session.served.map((i) => scenario.replies[i]) : scenario.replies);
   expect(shown.problems, `${id}: requests the page would not show`).toEqual([]);
   const notes = notesFile(REPO_ROOT, id);
   if (existsSync(notes)) expect(checkNotes(JSON.parse(readFileSync(notes, "utf8")), shown.steps, path.relative(REPO_ROOT, notes))).toEqual([]);

@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import { isDeepStrictEqual } from "node:util";
 import type { HttpHandler } from "msw";
 import type { Message, MessageCreateParams } from "@anthropic-ai/sdk/resources/messages";
-import type { Scenario } from "./scenario.ts";
+import { agentOf, type Scenario } from "./scenario.ts";
 import { chatCompletionOf, chatProblem, chatRefusal, type ChatRequestBody } from "./chat-replay.ts";
 
 // Only the parts of msw a replay uses, loaded with require for the reason lib/runtime/model.ts gives
@@ -31,6 +31,8 @@ export interface Replay {
   readonly problems: string[];
   /** How many recorded replies have not been asked for yet. */
   remaining(): number;
+  /** Which recorded reply each request got (its index in the scenario), in request order; not in file order when agents run at once (s19). */
+  readonly served: number[];
   /** Every problem, plus any replies left over; empty when the session matched the recording. */
   verdict(): string[];
 }
@@ -40,15 +42,16 @@ export function replayHandlers(scenario: Scenario, options: { streamPauseMs?: nu
   const requests: MessageCreateParams[] = [];
   const chatRequests: ChatRequestBody[] = [];
   const problems: string[] = [];
-  let next = 0;
+  const served: number[] = [];
 
   const replay: Replay = {
     requests,
     chatRequests,
     problems,
-    remaining: () => scenario.replies.length - next,
+    served,
+    remaining: () => scenario.replies.length - served.length,
     verdict: () => {
-      const left = scenario.replies.length - next;
+      const left = scenario.replies.length - served.length;
       return left > 0 ? [...problems, `${left} recorded ${left === 1 ? "reply was" : "replies were"} never asked for`] : [...problems];
     },
   };
@@ -57,33 +60,47 @@ export function replayHandlers(scenario: Scenario, options: { streamPauseMs?: nu
   const model = http.post("*/v1/messages", async ({ request }) => {
     const body = (await request.json()) as MessageCreateParams;
     requests.push(body);
-    const index = next;
-    if (index >= scenario.replies.length) {
-      return refuse(problems, `request ${index + 1} came after the last recorded reply (${scenario.replies.length})`);
-    }
-    const mismatch = unansweredCalls(body, scenario.replies.slice(0, index));
-    if (mismatch) return refuse(problems, `request ${index + 1}: ${mismatch}`);
+    const number = served.length + 1;
+    const index = nextReply(agentOf(body.system));
+    if (typeof index === "string") return refuse(problems, `request ${number} ${index}`);
+    const mismatch = unansweredCalls(body, served.map((i) => scenario.replies[i]));
+    if (mismatch) return refuse(problems, `request ${number}: ${mismatch}`);
     const refused = apiProblem(body);
-    if (refused) return refuse(problems, `request ${index + 1}: the API would refuse it: ${refused}`);
-    next += 1;
-    const headers = { "request-id": `req_replay_${index + 1}` };
+    if (refused) return refuse(problems, `request ${number}: the API would refuse it: ${refused}`);
+    served.push(index);
+    const headers = { "request-id": `req_replay_${number}` };
+    const { agent: _agent, ...recorded } = scenario.replies[index]; // the scenario's own field, not the API's
     // A request that asks for a stream gets the same reply as the API would stream it.
-    if (body.stream === true) return new Response(eventStream(scenario.replies[index], 12, options.streamPauseMs), { headers: { ...headers, "content-type": "text/event-stream" } });
-    return Response.json(scenario.replies[index], { headers });
+    if (body.stream === true) return new Response(eventStream(recorded, 12, options.streamPauseMs), { headers: { ...headers, "content-type": "text/event-stream" } });
+    return Response.json(recorded, { headers });
   });
 
   // s15 with PROVIDER=openai: the same replies, served as Chat Completions, any host as above.
   const chat = http.post("*/chat/completions", async ({ request }) => {
     const body = (await request.json()) as ChatRequestBody;
     chatRequests.push(body);
-    const index = next;
+    const number = served.length + 1;
     const refuseChat = (problem: string) => (problems.push(problem), chatRefusal(problem));
-    if (index >= scenario.replies.length) return refuseChat(`request ${index + 1} came after the last recorded reply (${scenario.replies.length})`);
-    const refused = chatProblem(body, scenario.replies.slice(0, index));
-    if (refused) return refuseChat(`request ${index + 1}: ${refused}`);
-    next += 1;
-    return Response.json(chatCompletionOf(scenario.replies[index], index), { headers: { "x-request-id": `req_replay_${index + 1}` } });
+    const system = (body.messages as { role?: string; content?: unknown }[] | undefined)?.find((message) => message?.role === "system")?.content;
+    const index = nextReply(agentOf(system));
+    if (typeof index === "string") return refuseChat(`request ${number} ${index}`);
+    const refused = chatProblem(body, served.map((i) => scenario.replies[i]));
+    if (refused) return refuseChat(`request ${number}: ${refused}`);
+    served.push(index);
+    return Response.json(chatCompletionOf(scenario.replies[index], number - 1), { headers: { "x-request-id": `req_replay_${number}` } });
   });
+
+  /**
+   * The next reply for a request from `agent` (undefined: the main agent): the first not yet
+   * served that names that agent, or none. A string when there is none left, saying so.
+   */
+  function nextReply(agent: string | undefined): number | string {
+    const index = scenario.replies.findIndex((reply, i) => reply.agent === agent && !served.includes(i));
+    if (index >= 0) return index;
+    const named = scenario.replies.some((reply) => reply.agent !== undefined);
+    if (!named) return `came after the last recorded reply (${scenario.replies.length})`;
+    return agent === undefined ? "came after the last recorded reply of the main agent" : `came from ${agent}, after ${agent}'s last recorded reply (or the scenario has none for ${agent})`;
+  }
 
   const pages = Object.entries(scenario.web ?? {}).map(([url, page]) =>
     http.get(url, () =>

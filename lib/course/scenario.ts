@@ -20,8 +20,8 @@ export interface Scenario {
   description: string;
   /** What the person typed at the stage's prompt, in order. */
   prompts: string[];
-  /** The model's replies, in order: one per request the loop makes. */
-  replies: Message[];
+  /** The model's replies, in order: one per request the loop makes (per agent, when replies name one). */
+  replies: ScenarioReply[];
   /** Files to put in the fresh workspace before the first prompt (path → text). */
   files?: Record<string, string>;
   /** What the person typed when the agent asked them something (s05's ask_user). */
@@ -36,6 +36,21 @@ export interface Scenario {
    * conversation number prompts + sideTurns. Default 0.
    */
   sideTurns?: number;
+}
+
+/**
+ * A recorded reply. `agent` (s19) names the agent whose request it answers, when agents run at
+ * the same time and their requests interleave in no fixed order: a request is agent NAME's when
+ * its system prompt says `Your name is NAME.` (agentOf), and each agent is served its own
+ * replies, in their order in the file. A request that names no agent gets the next reply that
+ * names none. The field is the scenario's, never sent to the stage.
+ */
+export type ScenarioReply = Message & { agent?: string };
+
+/** The agent a request's system prompt names (`Your name is NAME.`), or undefined for the main agent. */
+export function agentOf(system: unknown): string | undefined {
+  const text = typeof system === "string" ? system : Array.isArray(system) ? system.map((block) => (typeof block?.text === "string" ? block.text : "")).join("\n") : "";
+  return /\bYour name is ([A-Za-z0-9_-]+)\./.exec(text)?.[1];
 }
 
 export { REPO_ROOT };
@@ -100,6 +115,8 @@ export function checkScenario(scenario: Scenario): string[] {
       problems.push(`replies[${i}] is not an assistant message`);
     } else if (!reply.stop_reason) {
       problems.push(`replies[${i}] has no stop_reason`);
+    } else if (reply.agent !== undefined && !(typeof reply.agent === "string" && /^[A-Za-z0-9_-]+$/.test(reply.agent))) {
+      problems.push(`replies[${i}].agent must be a name (letters, digits, - and _), as the agent's system prompt says it`);
     }
   }
   const endings = (scenario.replies ?? []).filter((r) => r?.stop_reason && r.stop_reason !== "tool_use").length;

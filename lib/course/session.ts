@@ -42,6 +42,8 @@ export interface ReplayedSession {
   messages: MessageParam[];
   /** Every request body the model received, in order. */
   requests: MessageCreateParams[];
+  /** The recorded reply each request got, by its index in the scenario (in file order unless agents ran at once, s19). */
+  served?: number[];
   /** Every Chat Completions request body, in order (s15 with PROVIDER=openai). */
   chatRequests?: ChatRequestBody[];
   /** What did not match the recording; empty when the session replayed exactly. */
@@ -93,7 +95,7 @@ export async function replayScenario(stage: ReplayableStage, scenario: Scenario,
     useTerminal(previousTerminal);
     process.chdir(home);
   }
-  return { messages, requests: replay.requests, chatRequests: replay.chatRequests, problems: replay.verdict(), turnErrors };
+  return { messages, requests: replay.requests, served: replay.served, chatRequests: replay.chatRequests, problems: replay.verdict(), turnErrors };
 }
 
 /** A stream that drops what is written to it. */

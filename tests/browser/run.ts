@@ -6,6 +6,7 @@
 // - at 1280 px no code block, diagram or session on any stage page (or diff page) scrolls
 //   sideways; at 390 px no page is wider than the screen and the breadcrumb wraps only
 //   between layers; the Japanese hero title breaks only where the page allows it;
+// - every stage page is at most 15 desktop screens long, carried-over code collapsed;
 // - every text of every SVG diagram, measured in the site's fonts (Inter; a Japanese font on
 //   the Japanese pages), lies inside its box and the view box and runs into no other box;
 // - the session view steps forward, back and plays, and without JavaScript shows every step;
@@ -32,6 +33,8 @@ const DIST = path.join(ROOT, ".vitepress", "dist");
 const RESULTS = path.join(ROOT, "test-results");
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const TIMEOUT = 15_000;
+/** How long a stage page may be, in desktop screens (1280 x 900) with carried-over code collapsed: it reads in one sitting. */
+const SITTING_SCREENS = 15;
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -430,6 +433,22 @@ async function main(): Promise<number> {
         await open(`${l.prefix}s04.html`);
         await page.locator("#web-fetch").evaluate((h) => h.scrollIntoView());
         await page.screenshot({ path: path.join(RESULTS, `${key}-s04-code-1280.png`) });
+      });
+
+      await check(`${l.label} every stage page reads in one sitting: at most ${SITTING_SCREENS} desktop screens, carried-over code collapsed`, page, async () => {
+        await page.setViewportSize({ width: 1280, height: 900 });
+        const heights: string[] = [];
+        const problems: string[] = [];
+        for (const file of built.stages) {
+          await open(`${l.prefix}${file}`);
+          const screens = (await page.evaluate(() => document.documentElement.scrollHeight)) / 900;
+          heights.push(`${file.replace(/\.html$/, "")} ${screens.toFixed(1)}`);
+          // The capstone holds every mechanism: its page is the one allowed more.
+          const most = file.startsWith("full") ? 2 * SITTING_SCREENS : SITTING_SCREENS;
+          if (screens > most) problems.push(`${file} is ${screens.toFixed(1)} screens (at most ${most})`);
+        }
+        console.log(`        screens: ${heights.join(", ")}`);
+        assert(problems.length === 0, problems.join("; "));
       });
 
       await check(`${l.label} every text of every diagram lies inside its box and the view box, measured in the site's fonts`, page, async () => {
