@@ -1,13 +1,14 @@
 /**
  * s_full.ts - The Capstone
  *
- * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s18 around it.
+ * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s19 around it.
  *
  *   a prompt (or /compact, /cost)   system prompt: rules + skills list + memory (s12)
  *      |                                    |
  *      v                                    v
  *   +------------------------------------------------------------------------+
- *   | runTurn: hooks around the turn (s17), notices of ended tasks (s18)     |
+ *   | runTurn: hooks around the turn (s17), notices of ended tasks (s18);    |
+ *   |   while a teammate works the lead waits, then wakes with notices (s19) |
  *   | agent-loop (the same text as in s01), on a session log (s16)           |
  *   |   client.messages.create --> client (s11): transcript, micro-compact,  |
  *   |                              auto-compact over COMPACT_THRESHOLD;      |
@@ -27,6 +28,9 @@
  *   Part I: glob ls (s03) web_fetch (s04) ask_user (s05)
  *   plan: todo_write (s09)   task: a subagent with a fresh context (s10)
  *   compact (s11)   load_skill save_memory (s12)   bash_output kill_task (s18)
+ *   task_create task_update task_list task_get (s19: a board in .agent/tasks/)
+ *   spawn_teammate send_message read_inbox (s19): a teammate is the same loop
+ *     with its own history and tools, its lines shown as [name], 4 at most
  *   found outside: discovery command + MCP servers from .agent/settings.json, .mcp.json (s08)
  *
  * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
@@ -37,6 +41,7 @@
  *   compact-tool, client   s12 skills, memory, knowledge   s13 stream
  *   s14 breakpoints, prices, accounting   s15 to-chat, from-chat   s16 session-log, resume, repair
  *   s17 rules, hooks (and settings, with s08's)   s18 background, task-tools, notices
+ *   s19 board, inbox, team, board-tools, team-tools
  *   here: part-one, tools
  * The regions where mechanisms meet (config, tool, client, run-tool, end-turn, program) say so.
  * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
@@ -47,11 +52,11 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { EventEmitter, once } from "node:events";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import dns from "node:dns";
 import {
-  closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
-  realpathSync, statSync, writeFileSync, writeSync,
+  closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  realpathSync, renameSync, rmSync, statSync, writeFileSync, writeSync,
 } from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -106,7 +111,8 @@ const BASE_URL = process.env.ANTHROPIC_BASE_URL || undefined;
 // reply's events as they arrive (s13). With no key the program replays a recorded demo, and
 // the placeholder key it then uses is never sent anywhere. The loop's `client` (region
 // `client`, s11) hands its requests to `provider` after compacting what they carry; a subagent
-// (s10) calls the same `client`, so its own conversation is kept and compacted the same way.
+// (s10) calls the same `client`, so its own conversation is kept and compacted the same way, and
+// so does a teammate (s19), whose requests offer only its tools and carry its stop signal.
 // With PROVIDER=openai, `provider` is s15's adapter (viaChatCompletions, region `client`),
 // which has create() and no events: Chat Completions is not streamed here, so with it every
 // reply comes whole, the parent's too (region `client`). Only the Anthropic connection streams.
@@ -117,7 +123,9 @@ const provider: ModelClient = PROVIDER === "openai" ? { messages: { create: viaC
 // system prompt is written at each request for the same reason. It is every stage's sentences
 // in turn, and ends with the skills and the memory, read once per session (region `knowledge`).
 const workspace = () => process.cwd();
+// s19: a teammate's own prompt (region `team`) names it and the roster; the lead's ends with the team.
 const systemPrompt = () =>
+  member() ? teammatePrompt(member()!) :
   `You are a coding agent working in ${workspace()}. read_file to look, grep to search, glob and ls to find files, edit_file to change one exact place, write_file for new files, bash for the rest; ` +
   `web_fetch reads a web page, ask_user asks the person when only they can decide. Act first, then report briefly. ` +
   `Your context is a budget. A result too large to send whole is saved in a file, and you get its first and last lines: grep that file or read_file the lines you need, never all of it. ` +
@@ -129,7 +137,10 @@ const systemPrompt = () =>
   `Call compact when a large piece of work is done and its details are no longer needed. ` +
   `Before a task that one of the skills below covers, load it with load_skill and follow it. When the person tells you something worth knowing in later sessions ` +
   `(a command, a convention, a preference), keep it with save_memory, one short fact per call. ` +
-  `The conversation is saved as it goes and may be resumed later: a call whose result says it was interrupted may or may not have run, so look before doing it again.` +
+  `The conversation is saved as it goes and may be resumed later: a call whose result says it was interrupted may or may not have run, so look before doing it again. ` +
+  `For work that splits into parts, put the parts on the task board (task_create; blocked_by names what must be completed first) and start teammates with spawn_teammate: they work at the same time as you, ` +
+  `claim tasks by making themselves the owner, and take the next free task by themselves. When your turn ends while they work, you wait, and are told when each is idle or fails. ` +
+  `read_inbox gives what they sent you. When the work is done, stop them (send_message with stop) and report. The team now: ${roster().join(", ")}.` +
   knowledge();
 // How careful to be, from `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
 const APPROVAL_MODES = ["default", "auto-edit", "yolo", "plan"] as const;
@@ -435,7 +446,7 @@ export const TASK_LIMITS = {
   noticeLines: 5, // the last lines a notice quotes
 };
 
-interface Task {
+interface BackgroundTask {
   id: string;
   command: string;
   startedAt: number;
@@ -449,18 +460,18 @@ interface Task {
   ended: Promise<void>;
 }
 
-let tasks: Task[] = [];
+let tasks: BackgroundTask[] = [];
 let tasksStarted = 0;
 const running = () => tasks.filter((task) => task.status === "running");
-const named = (task: Task) => `${task.id} (${clip(task.command.replace(/\s+/g, " "), 60, "head")})`;
+const named = (task: BackgroundTask) => `${task.id} (${clip(task.command.replace(/\s+/g, " "), 60, "head")})`;
 
 /** Start `command` as a task and return at once; the ninth while eight run is refused, naming them. */
-export function startTask(command: string, timeLimitMs = TASK_LIMITS.timeLimitMs): Task {
+export function startTask(command: string, timeLimitMs = TASK_LIMITS.timeLimitMs): BackgroundTask {
   const busy = running();
   if (busy.length >= TASK_LIMITS.running) {
     throw new Error(`${busy.length} background tasks are running, the most at once: ${busy.map(named).join(", ")}. Read them with bash_output, wait for one to end, or end one with kill_task.`);
   }
-  const task: Task = { id: `bg_${++tasksStarted}`, command, startedAt: Date.now(), status: "running", output: new TaskOutput(), end: () => {}, killed: false, ended: Promise.resolve() };
+  const task: BackgroundTask = { id: `bg_${++tasksStarted}`, command, startedAt: Date.now(), status: "running", output: new TaskOutput(), end: () => {}, killed: false, ended: Promise.resolve() };
   tasks.push(task);
   // Not awaited: that is the whole point. The promise settles when the command ends, however it ends.
   task.ended = runCommand(command, { cwd: workspace(), timeoutMs: timeLimitMs, output: task.output, onStart: (end) => (task.end = end) }).then(
@@ -472,7 +483,7 @@ export function startTask(command: string, timeLimitMs = TASK_LIMITS.timeLimitMs
 }
 
 /** The status is final: a notice waits for the model (bash_output or kill_task may show it the end first). Then old records go. */
-function taskEnded(task: Task, status: string): void {
+function taskEnded(task: BackgroundTask, status: string): void {
   if (!tasks.includes(task)) return; // a task of a session that was reset (prepareReplay)
   task.status = status;
   task.output.finish();
@@ -483,7 +494,7 @@ function taskEnded(task: Task, status: string): void {
 }
 
 /** The task with this id, or an error that says which ids there are. */
-function taskOf(id: string): Task {
+function taskOf(id: string): BackgroundTask {
   const task = tasks.find((candidate) => candidate.id === id);
   if (task) return task;
   const number = Number(/^bg_([1-9]\d*)$/.exec(id)?.[1]); // as bash wrote it: bg_03 is no id
@@ -493,7 +504,7 @@ function taskOf(id: string): Task {
 }
 
 /** The status, then what the task printed since the last read; the next read starts after it. */
-function readTask(task: Task): string {
+function readTask(task: BackgroundTask): string {
   const fresh = task.output.takeUnread();
   if (task.status !== "running") forgetNotice(task.id); // the model sees the end here: no notice later
   const status = task.status === "running" ? `running (for ${Math.round((Date.now() - task.startedAt) / 1000)} s)` : task.status;
@@ -501,7 +512,7 @@ function readTask(task: Task): string {
 }
 
 /** End a task and everything it started; one that had ended may have left something running, which ends too. */
-async function killTask(task: Task): Promise<string> {
+async function killTask(task: BackgroundTask): Promise<string> {
   const wasRunning = task.status === "running";
   task.killed = wasRunning;
   task.end();
@@ -510,7 +521,7 @@ async function killTask(task: Task): Promise<string> {
 }
 
 /** What the model reads when a task has ended: short, the end of the output being where errors usually are. */
-function endNotice(task: Task): string {
+function endNotice(task: BackgroundTask): string {
   const last = task.output.lastLines(TASK_LIMITS.noticeLines);
   const more = task.output.hasUnread() ? `\nbash_output("${task.id}") gives all it printed since your last read.` : "";
   return `${named(task)} ended: ${task.status}.\n${last ? `Its last lines:\n${indent(last)}` : "It printed nothing."}${more}`;
@@ -2108,9 +2119,10 @@ const childSystemPrompt = () =>
  * The parent's tools but five: task (a subagent cannot start another, so there is no
  * recursion), todo_write and compact, which act on the one plan and the one conversation of
  * the person's session (a subagent's list would overwrite the parent's), and s18's bash_output
- * and kill_task: a subagent starts no background task (bash refuses it), so it has none to read.
+ * and kill_task: a subagent starts no background task (bash refuses it), so it has none to read;
+ * and s19's board and team tools: the board and the inboxes are the lead's and its teammates'.
  */
-const PARENT_ONLY = ["task", "todo_write", "compact", "bash_output", "kill_task"];
+const PARENT_ONLY = ["task", "todo_write", "compact", "bash_output", "kill_task", "task_create", "task_update", "task_list", "task_get", "spawn_teammate", "send_message", "read_inbox"];
 const childTools = (): Tool[] => TOOLS.filter((tool) => !PARENT_ONLY.includes(tool.name));
 
 const taskTool = defineTool({
@@ -2233,12 +2245,342 @@ async function runChildTools(content: ContentBlock[]): Promise<ToolResultBlockPa
   });
 }
 
-/** Print for the person. A subagent's lines are indented, dimmed, and carry its label. */
+/** Print for the person. A subagent's lines are indented, dimmed, and carry its label; a teammate's carry its name (s19). */
 function show(text: string): void {
-  const child = childRun.getStore();
-  console.log(child ? text.split("\n").map((line) => dim(`  [${child.label}] ${line}`)).join("\n") : text);
+  const [child, mate] = [childRun.getStore(), member()];
+  const lines = child ? text.split("\n").map((line) => dim(`  [${child.label}] ${line}`)).join("\n") : text;
+  console.log(mate ? lines.replace(/^/gm, `[${visible(mate.name)}] `) : lines);
 }
 // #endregion subagent
+
+// #region board
+// The task board: one JSON file per task in .agent/tasks/, seen by every agent, in any process, kept
+// after the program ends. A change is a read, a check and a write: two agents doing that at once
+// both read "task 3 has no owner", both write their name, and the later write wins while the other
+// works on, sure the task is its own. So every change is made holding the board's lock.
+export const BOARD_LIMITS = { tasks: 100, lockWaitMs: 5_000, lockStaleMs: 30_000 };
+const STATUSES = ["pending", "in_progress", "completed"] as const;
+type Status = (typeof STATUSES)[number];
+export type Task = { id: string; subject: string; description: string; status: Status; owner: string | null; blocked_by: string[] };
+const boardOf = (root: string) => path.join(root, ".agent", "tasks");
+/** Every task, in id order. Each file is written whole, so one that does not read as a task was edited by hand: say which. */
+export function readBoard(root: string): Task[] {
+  const names = (attempt(() => readdirSync(boardOf(root))) ?? []).filter((name) => /^\d+\.json$/.test(name));
+  const tasks = names.map((name) => [name, attempt(() => JSON.parse(readFileSync(path.join(boardOf(root), name), "utf8")) as Task)] as const);
+  const whole = ([name, task]: readonly [string, Task | undefined]) => task && `${task.id}.json` === name && STATUSES.includes(task.status) && typeof task.subject === "string" && Array.isArray(task.blocked_by);
+  const broken = tasks.find((entry) => !whole(entry));
+  if (broken) fail(`.agent/tasks/${broken[0]} is not a task's JSON (edited by hand?): fix it or remove it; the other tasks are as they were`);
+  return tasks.map(([, task]) => task!).sort((a, b) => Number(a.id) - Number(b.id));
+}
+/** Take the lock, read the board, let `change` check it and say what to write, write that whole, let the lock go. */
+async function changeBoard(root: string, change: (tasks: Task[]) => Task | undefined): Promise<Task | undefined> {
+  mkdirSync(boardOf(root), { recursive: true });
+  const [lock, mine, started] = [path.join(boardOf(root), ".lock"), `${process.pid} ${randomUUID()}`, Date.now()];
+  while (!attempt(() => writeFileSync(lock, mine, { flag: "wx" }) ?? true)) {
+    if (takeOverIfStale(lock)) continue;
+    if (Date.now() - started > BOARD_LIMITS.lockWaitMs) fail(`the task board stayed locked by process ${attempt(() => readFileSync(lock, "utf8").split(" ")[0])} for ${BOARD_LIMITS.lockWaitMs / 1000} s; try again`);
+    await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10)); // another process holds it, for a moment
+  }
+  try {
+    // Nothing here awaits: no other agent of this process runs until the lock is let go.
+    const task = change(readBoard(root));
+    const where = { root: realpathSync(root), isInside };
+    if (task) writeAtomically(path.join(boardOf(root), `${task.id}.json`), `${JSON.stringify(task, null, 2)}\n`, `.agent/tasks/${task.id}.json`, where);
+    if (task && Number(task.id) > lastId(root)) writeAtomically(path.join(boardOf(root), ".last-id"), task.id, ".agent/tasks/.last-id", where);
+    if (task) teamChanged.emit("changed");
+    return task;
+  } finally {
+    if (attempt(() => readFileSync(lock, "utf8")) === mine) rmSync(lock, { force: true });
+  }
+}
+
+// The lock is a file created with the flag "wx" (O_CREAT | O_EXCL): the system creates it only if no
+// file has that name, so of processes trying at once one wins. It holds its process's id. One whose
+// process has died, or older than lockStaleMs (a hung process, or an id now another program's), is
+// taken over: renamed to a name of our own (a rename is atomic: of two processes, one moves it),
+// then read again; if it was a fresh lock taken meanwhile, it is put back.
+function takeOverIfStale(lock: string): boolean {
+  const [seen, since] = [attempt(() => readFileSync(lock, "utf8")), attempt(() => statSync(lock).mtimeMs)];
+  if (seen === undefined || since === undefined) return true; // let go meanwhile: try again at once
+  const alive = seen === "" || attempt(() => process.kill(Number(seen.split(" ")[0]), 0)); // "": its id is being written; signal 0 only asks if the process is there
+  if (alive && Date.now() - since < BOARD_LIMITS.lockStaleMs) return false;
+  const aside = `${lock}.stale.${randomUUID()}`;
+  if (!attempt(() => renameSync(lock, aside) ?? true)) return true; // another process took it over first
+  if (readFileSync(aside, "utf8") !== seen) attempt(() => linkSync(aside, lock)); // not the stale one: back, unless the lock is held again
+  rmSync(aside, { force: true });
+  return true;
+}
+/** What `work` returns, or undefined when it throws: a file another process took away meanwhile, say. */
+const attempt = <T>(work: () => T): T | undefined => { try { return work(); } catch { return undefined; } }; // prettier-ignore
+/** An error for the model, from inside an expression. */
+const fail = (message: string): never => { throw new Error(message); }; // prettier-ignore
+/** The highest id ever given here: ids are never given twice, even if a task's file is removed. */
+const lastId = (root: string) => Number(attempt(() => readFileSync(path.join(boardOf(root), ".last-id"), "utf8"))) || 0;
+const theTasks = (tasks: Task[]) => (tasks.length > 0 ? `The tasks: ${tasks.map((task) => task.id).join(", ")}.` : "The board is empty.");
+export const taskIn = (tasks: Task[], id: string) => tasks.find((task) => task.id === id) ?? fail(`there is no task ${JSON.stringify(id)}. ${theTasks(tasks)}`);
+/** Its blockers that are not completed, as the errors name them. */
+const openBlockers = (task: Task, tasks: Task[]) => tasks.filter((other) => task.blocked_by.includes(other.id) && other.status !== "completed").map((other) => `task ${other.id} (${other.subject}, ${other.status})`);
+/** blocked_by must name tasks on the board, and must not lead back to the task itself. */
+function checkBlockers(id: string, blockedBy: string[], tasks: Task[]): string[] {
+  const unknown = blockedBy.filter((other) => other !== id && !tasks.some((task) => task.id === other));
+  if (unknown.length > 0) fail(`blocked_by names ${unknown.map((other) => JSON.stringify(other)).join(", ")}, not on the board. ${theTasks(tasks)}`);
+  const cycle = pathBack(id, blockedBy, tasks, new Set());
+  if (cycle) fail(`blocked_by would make a cycle: ${[id, ...cycle].join(" -> ")}; no task could ever start`);
+  return [...new Set(blockedBy)];
+}
+/** The way from these blockers back to `start`, following blocked_by, if there is one. */
+function pathBack(start: string, next: string[], tasks: Task[], seen: Set<string>): string[] | undefined {
+  for (const id of next.filter((other) => !seen.has(other))) {
+    seen.add(id);
+    const rest = id === start ? [] : pathBack(start, tasks.find((task) => task.id === id)?.blocked_by ?? [], tasks, seen);
+    if (rest) return [id, ...rest];
+  }
+  return undefined;
+}
+/** A new task with the next id: under the lock, two agents creating at once get two ids. */
+export async function createTask(root: string, subject: string, description: string, blockedBy: string[] = []): Promise<Task> {
+  return (await changeBoard(root, (tasks) => {
+    if (tasks.length >= BOARD_LIMITS.tasks) fail(`the board holds ${BOARD_LIMITS.tasks} tasks, the most it keeps`);
+    const id = String(Math.max(lastId(root), ...tasks.map((task) => Number(task.id))) + 1);
+    return { id, subject, description, status: "pending", owner: null, blocked_by: checkBlockers(id, blockedBy, tasks) };
+  }))!;
+}
+/** A change by agent `by`. Claiming is setting an owner on an unowned task: under the lock, one wins, the others are told who. */
+export async function updateTask(root: string, id: string, by: string, change: { status: Status; owner?: string; blocked_by?: string[] }): Promise<Task> {
+  return (await changeBoard(root, (tasks) => {
+    const task = { ...taskIn(tasks, id), status: change.status };
+    if (task.owner && task.owner !== by && by !== LEAD) fail(`task ${id} is claimed by ${task.owner}: only ${task.owner} or the lead may change it`);
+    if (change.owner !== undefined && change.owner !== (task.owner ?? "")) {
+      if (task.owner && change.owner !== "") fail(`task ${id} is claimed by ${task.owner} already; it is given up with owner ""`);
+      task.owner = change.owner || null; // "" gives it up
+    }
+    if (change.blocked_by) task.blocked_by = checkBlockers(id, change.blocked_by, tasks);
+    const open = change.status === "in_progress" ? openBlockers(task, tasks) : [];
+    if (open.length > 0) fail(`task ${id} cannot start: it is blocked by ${open.join(", ")}; it can start when that is completed`);
+    if (change.status === "in_progress") task.owner ??= by; // whoever starts an unowned task claims it
+    return task;
+  }))!;
+}
+/** For an idle teammate: its own pending task that nothing blocks, else an unowned one; claimed and started under the lock. */
+export async function claimNext(root: string, name: string): Promise<Task | undefined> {
+  return changeBoard(root, (tasks) => {
+    const free = (task: Task) => task.status === "pending" && openBlockers(task, tasks).length === 0;
+    const task = tasks.find((t) => free(t) && t.owner === name) ?? tasks.find((t) => free(t) && !t.owner);
+    return task && { ...task, owner: name, status: "in_progress" };
+  });
+}
+// #endregion board
+
+// #region inbox
+// An inbox is a file of JSON lines, .agent/team/inbox/<name>.jsonl. A message is one line, written
+// by one write() to a file opened with O_APPEND: the system puts each such write at the end, whole,
+// whoever else appends at that moment. Reading moves a mark (<name>.read, in bytes) past what it read.
+export const INBOX_LIMITS = { messageChars: 10_000, perRead: 20, fileBytes: 1_000_000 };
+export type TeamMessage = { from: string; text: string; stop?: boolean };
+const inboxOf = (root: string, name: string) => path.join(root, ".agent", "team", "inbox", `${name}.jsonl`);
+
+export function appendMessage(root: string, to: string, message: TeamMessage): void {
+  if (message.text.length > INBOX_LIMITS.messageChars) fail(`the message has ${message.text.length} characters, more than ${INBOX_LIMITS.messageChars}: put the rest in a file`);
+  const [file, line] = [inboxOf(root, to), Buffer.from(`${JSON.stringify(message)}\n`)];
+  mkdirSync(path.dirname(file), { recursive: true });
+  const size = attempt(() => statSync(file).size) ?? 0;
+  if (size + line.length > INBOX_LIMITS.fileBytes) fail(`${to}'s inbox is full (${size} bytes, at most ${INBOX_LIMITS.fileBytes})`);
+  const fd = openSync(file, "a"); // O_APPEND: every write lands at the end
+  const written = attempt(() => writeSync(fd, line));
+  closeSync(fd);
+  if (written !== line.length) fail(`${to}'s inbox took ${written ?? "none"} of the message's ${line.length} bytes (is the disk full?)`);
+  teamChanged.emit("changed");
+}
+/** The messages not read yet, at most perRead, now marked read; a damaged line is skipped and counted. */
+export function readInbox(root: string, name: string): { messages: TeamMessage[]; damaged: number; more: boolean } {
+  const [file, mark] = [inboxOf(root, name), inboxOf(root, name).replace(/\.jsonl$/, ".read")];
+  const bytes = attempt(() => readFileSync(file)) ?? Buffer.alloc(0); // at most fileBytes: appends stop there
+  const marked = Number(attempt(() => readFileSync(mark, "utf8"))) || 0;
+  const messages: TeamMessage[] = [];
+  let [read, damaged] = [marked > bytes.length ? 0 : marked, 0]; // a mark past the end: the file was replaced
+  // Whole lines only: one still being written (no newline yet) waits for the next read.
+  for (let end = bytes.indexOf(0x0a, read); end >= 0 && messages.length < INBOX_LIMITS.perRead; end = bytes.indexOf(0x0a, read)) {
+    const message = attempt(() => JSON.parse(bytes.subarray(read, end).toString("utf8")) as TeamMessage);
+    if (typeof message?.from === "string" && typeof message.text === "string") messages.push(message);
+    else damaged += 1;
+    read = end + 1;
+  }
+  if (read !== marked) writeAtomically(mark, String(read), path.basename(mark), { root: realpathSync(root), isInside });
+  return { messages, damaged, more: bytes.indexOf(0x0a, read) >= 0 };
+}
+// #endregion inbox
+
+// #region team
+// A teammate is this file's agent loop run once more, in this process, with a history of its own, at
+// the same time as the lead. An AsyncLocalStorage knows whose code runs, so the system prompt, the
+// tools offered, the lines shown and the approval questions are its own. Between turns it idles.
+export const TEAM_LIMITS = { teammates: 4, repliesPerTurn: 30, recheckMs: 5_000, idleMs: 10 * 60_000 };
+export const LEAD = "lead";
+// `home`: where the board and the inboxes are (the lead's workspace); `root`: where it works (the same here; s20 may give it a checkout).
+export type Teammate = { name: string; home: string; root: string; state: "working" | "idle" | "stopped"; messages: MessageParam[]; stop: AbortController; stopAsked: boolean; replies: number };
+let team = new Map<string, Teammate>();
+const teammateRun = new AsyncLocalStorage<Teammate>();
+/** The teammate whose code runs now; undefined for the lead. */
+export const member = () => teammateRun.getStore();
+/** The board, an inbox or the team changed: idle teammates and a waiting lead look again. */
+const teamChanged = new EventEmitter().setMaxListeners(0);
+const onTeam = () => [...team.values()].filter((mate) => mate.state !== "stopped");
+export const roster = () => [LEAD, ...onTeam().map((mate) => mate.name)];
+export const teamList = () => [...team.values()].map(({ name, state }) => ({ name, state }));
+/** A teammate's tools: a subagent's (s10: not task, todo_write, compact, bash_output, kill_task: the plan, the conversation and the background tasks are the lead's), and the board's and the team's but spawn_teammate. */
+const isTeammateTool = (name: string) => !["spawn_teammate", "task", "todo_write", "compact", "bash_output", "kill_task"].includes(name);
+const teammatePrompt = (me: Teammate) =>
+  `You are a teammate on a coding team, working in ${me.root}. Your name is ${me.name}. The team: ${roster().map((name) => (name === me.name ? `${name} (you)` : name === LEAD ? `${name} (who leads it)` : name)).join(", ")}. ` +
+  `read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. The task board is shared: claim a task by making yourself its owner with task_update, ` +
+  `set it completed when it is done, then end your turn with a short report. The harness then gives you your next task, or the messages sent to you; when there is none, you wait. ` +
+  `send_message tells a teammate or the lead what they need to know. Edits and commands may need a person's approval; if one is refused, say so.`;
+
+export function spawnTeammate(name: string, prompt: string): Teammate {
+  if (member()) fail("only the lead starts teammates");
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(name) || name.toLowerCase() === LEAD) fail(`${JSON.stringify(name)} cannot be a teammate's name: letters, digits, - and _, at most 40, and not "${LEAD}"`);
+  const taken = onTeam().find((mate) => mate.name.toLowerCase() === name.toLowerCase()); // alice and Alice would share an inbox on some disks
+  if (taken) fail(`${taken.name} is on the team already: send_message gives it more work`);
+  if (onTeam().length >= TEAM_LIMITS.teammates) fail(`the team has ${TEAM_LIMITS.teammates} teammates, the most at once: ${onTeam().map((m) => `${m.name} (${m.state})`).join(", ")}. Stop one first (send_message with stop).`);
+  const me: Teammate = { name, home: workspace(), root: workspace(), state: "working", messages: [], stop: new AbortController(), stopAsked: false, replies: 0 };
+  team.set(name, me);
+  // Not awaited: it works while the lead does. Ctrl-C stops it wherever it is.
+  void teammateRun.run(me, () => cancellable(() => me.stop.abort(), () => runTeammate(me, prompt)));
+  return me;
+}
+/** A turn per prompt, task or message, idling between them, until it is stopped; then the lead hears why. */
+async function runTeammate(me: Teammate, prompt: string): Promise<void> {
+  let [next, why]: [string | undefined, string] = [prompt, `it was idle for ${TEAM_LIMITS.idleMs / 60_000} minutes`];
+  try {
+    while (next !== undefined) {
+      me.messages.push({ role: "user", content: next });
+      me.replies = 0;
+      await agentLoop(me.messages); // this file's loop, with the teammate's own history
+      next = await nextWork(me);
+    }
+    if (me.stop.signal.aborted) why = "Ctrl-C stopped the team";
+  } catch (error) {
+    why = me.stop.signal.aborted ? "Ctrl-C stopped it in the middle of its work" : `it failed: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    me.state = "stopped";
+    const left = attempt(() => readBoard(me.home).filter((task) => task.owner === me.name && task.status === "in_progress").map((task) => task.id)) ?? [];
+    const tasks = left.length > 0 ? ` Its tasks still in_progress: ${left.join(", ")} (task_update with owner "" gives one up).` : "";
+    if (team.get(me.name) === me && !me.stopAsked) notify(me.name, `${me.name} has stopped: ${why}.${tasks}`); // not when the lead asked, nor after a reset
+    teamChanged.emit("changed");
+  }
+}
+/** Between turns: its messages, else its next free task, else wait for a change (here, or recheckMs for another process's). */
+async function nextWork(me: Teammate): Promise<string | undefined> {
+  for (let [since, told] = [Date.now(), false]; !me.stop.signal.aborted && Date.now() - since < TEAM_LIMITS.idleMs; told = true) {
+    const inbox = readInbox(me.home, me.name);
+    if (inbox.messages.some((message) => message.stop && message.from === LEAD)) me.stopAsked = true;
+    if (me.stopAsked) return undefined;
+    const task = inbox.messages.length > 0 ? undefined : await claimNext(me.home, me.name);
+    const work = inbox.messages.length > 0 ? inboxText(inbox) : task && `Task ${task.id} is yours, and in_progress: ${task.subject}\n${task.description}\nWhen it is done, set it completed with task_update, then end your turn with a short report.`;
+    me.state = work ? "working" : "idle"; // "working" until now: the lead does not wake between two tasks
+    if (work) forgetNotice(me.name); // "idle" is old news
+    if (work) return `<notice>From the harness:\n${work}\n</notice>`;
+    if (!told) notify(me.name, `${me.name} is idle: no task on the board is free for it. Its last words: ${JSON.stringify(clip(lastWords(me), 300, "head"))}`);
+    if (!told) teamChanged.emit("changed"); // a waiting lead looks again
+    await once(teamChanged, "changed", { signal: AbortSignal.any([me.stop.signal, AbortSignal.timeout(TEAM_LIMITS.recheckMs)]) }).catch(() => {});
+  }
+  return undefined;
+}
+/** The text of its last reply: what the lead reads in the idle notice. */
+const lastWords = (me: Teammate) =>
+  ((me.messages.filter((message) => message.role === "assistant").at(-1)?.content ?? []) as ContentBlock[]).flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n");
+const inboxText = ({ messages, damaged, more }: ReturnType<typeof readInbox>) =>
+  (messages.length > 0 ? messages.map((m) => `From ${m.from}${m.stop ? " (asking you to stop)" : ""}:\n${indent(m.text)}`).join("\n") : "No new messages.") +
+  (damaged > 0 ? `\n(${damaged} damaged line${damaged === 1 ? "" : "s"} skipped: a write cut short)` : "") + (more ? "\nMore are waiting: call read_inbox again." : "");
+/** Stop every teammate where it stands (a new session; the tests). */
+export function stopTeam(): void {
+  for (const mate of team.values()) mate.stop.abort();
+  team = new Map();
+}
+// #endregion team
+
+// #region board-tools
+// The seven tools share one shape: parameters in, one text out. A change to the board is kind "edit":
+// such calls run one at a time, in call order (three task_create in a reply get 1, 2, 3 as written); none asks.
+function teamTool(name: string, kind: ToolKind, description: string, properties: Record<string, object>, required: string[], run: (params: Params) => Promise<string>): AgentTool {
+  const displayName = name.replace(/(?:^|_)(\w)/g, (_, letter: string) => letter.toUpperCase()); // task_create: TaskCreate
+  const parameterSchema = { type: "object" as const, properties, required, additionalProperties: false };
+  const getDescription = (params: Params) => Object.entries(params).map(([key, value]) => (typeof value === "string" ? value : `${key}=${JSON.stringify(value)}`)).join(" ").replace(/\s+/g, " ");
+  const execute = async (params: Params) => ((text) => ({ llmContent: text, returnDisplay: text }))(await run(params));
+  return defineTool({ name, displayName, kind, description, parameterSchema, getDescription, execute });
+}
+const taskId = { type: "string", description: 'A task id, e.g. "1".' };
+const blockedBy = { type: "array", items: { type: "string" }, maxItems: 20, description: "Ids of the tasks that must be completed before this one can start." };
+const showTask = (task: Task, tasks: Task[]) =>
+  `${task.id} [${task.status}] ${task.subject}, ${task.owner ? `owner ${task.owner}` : "no owner"}` +
+  (task.blocked_by.length > 0 ? `, blocked by ${task.blocked_by.map((other) => `${other} (${tasks.find((t) => t.id === other)?.status ?? "gone"})`).join(", ")}` : "");
+/** The board is the lead's workspace's, whoever asks. */
+export const boardRoot = () => member()?.home ?? workspace();
+const me = () => member()?.name ?? LEAD;
+
+const taskCreateTool = teamTool(
+  "task_create", "edit", "Put a task on the team's board (.agent/tasks/); returns its id (1, 2, ...). blocked_by: ids of tasks that must be completed before it can start.",
+  { subject: { type: "string", minLength: 1, maxLength: 200 }, description: { type: "string", maxLength: 10_000 }, blocked_by: blockedBy }, ["subject", "description"],
+  async (params) => {
+    const task = await createTask(boardRoot(), String(params.subject), String(params.description), (params.blocked_by as string[] | undefined) ?? []);
+    return `Created task ${task.id}: ${task.subject}${task.blocked_by.length > 0 ? ` (blocked by ${task.blocked_by.join(", ")})` : ""}.`;
+  },
+);
+const taskUpdateTool = teamTool(
+  "task_update", "edit",
+  'Change a task\'s status, owner or blockers. Claim a task by setting owner to your name; if someone has it already, you are told who. in_progress is refused while a blocker is not completed; owner "" gives a task up.',
+  { task_id: taskId, status: { type: "string", enum: [...STATUSES] }, owner: { type: "string", maxLength: 40 }, blocked_by: blockedBy }, ["task_id", "status"],
+  async (params) => {
+    const owner = params.owner as string | undefined;
+    if (owner && owner !== me() && (me() !== LEAD || !roster().includes(owner))) fail(`${me() === LEAD ? `${owner} is not on the team` : "a teammate claims tasks for itself only"}. The team: ${roster().join(", ")}`);
+    const task = await updateTask(boardRoot(), String(params.task_id), me(), { status: params.status as Status, owner, blocked_by: params.blocked_by as string[] | undefined });
+    return `Task ${showTask(task, readBoard(boardRoot()))}.`;
+  },
+);
+const taskListTool = teamTool("task_list", "read", "Every task on the board: id, status, subject, owner, and what blocks it.", {}, [], async () => {
+  const tasks = readBoard(boardRoot());
+  return tasks.length > 0 ? tasks.map((task) => showTask(task, tasks)).join("\n") : "The board is empty.";
+});
+const taskGetTool = teamTool("task_get", "read", "One task whole: its description too, and what it blocks.", { task_id: taskId }, ["task_id"], async (params) => {
+  const tasks = readBoard(boardRoot());
+  const task = taskIn(tasks, String(params.task_id));
+  return `${showTask(task, tasks)}\n${task.description}\nIt blocks: ${tasks.filter((other) => other.blocked_by.includes(task.id)).map((other) => other.id).join(", ") || "nothing"}.`;
+});
+// #endregion board-tools
+
+// #region team-tools
+// kind "execute": a teammate does work, so not in plan mode; each of its own calls is approved as the lead's are.
+const spawnTeammateTool = teamTool(
+  "spawn_teammate", "execute",
+  `Start a teammate: an agent with its own context and your tools (but spawn_teammate), working at the same time as you, ${TEAM_LIMITS.teammates} at most. ` +
+    "It begins with your prompt, which must say all it needs; then it takes tasks from the board by itself, and reads its inbox.",
+  { name: { type: "string", description: "Letters, digits, - and _, at most 40, e.g. alice." }, prompt: { type: "string", minLength: 1 } }, ["name", "prompt"],
+  async (params) => {
+    const { name } = spawnTeammate(String(params.name), String(params.prompt));
+    return `${name} has joined the team and works on your prompt now, at the same time as you. The team: ${roster().join(", ")}. You will be told when ${name} is idle or fails.`;
+  },
+);
+// Who has sent the lead messages it has not read: its notice names them, in one line.
+let unreadFrom = new Set<string>();
+const sendMessageTool = teamTool(
+  "send_message", "edit",
+  `Send a message (at most ${INBOX_LIMITS.messageChars} characters) to a teammate or the lead: it is appended to their inbox. The lead may set stop: the teammate stops when the message reaches it.`,
+  { to: { type: "string" }, text: { type: "string", minLength: 1 }, stop: { type: "boolean", description: "Lead only: the teammate stops when this reaches it." } }, ["to", "text"],
+  async (params) => {
+    const [from, to, stop] = [me(), String(params.to), params.stop === true];
+    if (!roster().includes(to) || to === from) fail(`${to === from ? "that is you" : `no one named ${JSON.stringify(to)} is on the team`}. The team: ${roster().join(", ")}`);
+    if (stop && from !== LEAD) fail("only the lead stops a teammate");
+    appendMessage(boardRoot(), to, { from, text: String(params.text), ...(stop ? { stop } : {}) });
+    if (to === LEAD) notify("inbox", `New messages in your inbox, from ${[...unreadFrom.add(from)].join(", ")}: read_inbox reads them.`);
+    return `Sent to ${to}${stop ? `; ${to} stops when it reads it` : ""}.`;
+  },
+);
+const readInboxTool = teamTool("read_inbox", "read", `The messages sent to you that you have not read, ${INBOX_LIMITS.perRead} at most; they are then marked read.`, {}, [], async () => {
+  const inbox = readInbox(boardRoot(), me());
+  if (member() && inbox.messages.some((message) => message.stop && message.from === LEAD)) member()!.stopAsked = true;
+  if (!member()) (unreadFrom = new Set()), forgetNotice("inbox");
+  return inboxText(inbox);
+});
+// #endregion team-tools
 
 // #region session-log
 /**
@@ -3074,8 +3416,9 @@ for (const tool of [
   grepTool, globTool, lsTool, webFetchTool, askUserTool, // s07's grep; Part I's glob, ls (s03), web_fetch (s04), ask_user (s05)
   todoWriteTool, taskTool, compactTool, loadSkillTool, saveMemoryTool, // s09, s10, s11, s12
   bashOutputTool, killTaskTool, // s18
+  taskCreateTool, taskUpdateTool, taskListTool, taskGetTool, spawnTeammateTool, sendMessageTool, readInboxTool, // s19
 ]) registry.registerTool(tool);
-/** What the model sees, from the registry. */
+/** What the model sees, from the registry; a teammate's requests leave out what isTeammateTool refuses (in `client`). */
 export const TOOLS: Tool[] = registry.getFunctionDeclarations();
 // #endregion tools
 
@@ -3103,15 +3446,15 @@ async function approve(tool: AgentTool, params: Params, signal: AbortSignal): Pr
   if (!person.hasPerson) {
     return { run: false, why: `Not run: ${tool.name} needs a person's approval (approval mode ${APPROVAL_MODE}) and no one is at the terminal.` };
   }
-  // Subagents side by side may want to ask at the same moment, and a person answers one
-  // question at a time: each waits for the one before to be answered.
+  // Subagents side by side, or teammates (s19), may want to ask at the same moment, and a person
+  // answers one question at a time: each waits for the one before to be answered.
   const done = await turnToAsk();
   try {
     if (!changesTheAgent && alwaysAllowed.has(tool.name)) return { run: true }; // allowed for good while this one waited
     // Worked out again now that it is this question's turn: an answer before it may have changed the file the diff shows.
     const confirmation = (await tool.shouldConfirmExecute(params, signal)) || first;
     const child = childRun.getStore();
-    const asker = child ? ` (asked by the subagent [${child.label}])` : "";
+    const asker = child ? ` (asked by the subagent [${child.label}])` : member() ? ` (asked by the teammate ${member()!.name})` : "";
     // What the person approves is what runs: control characters in it are shown, never obeyed.
     const [title, details] = [forTerminal(confirmation.title), forTerminal(confirmation.details)];
     console.log(`\n${title}${asker}\n${indent(details)}\n  ${ANSWER_KEYS.replace("again", `again for ${tool.name}`)}`);
@@ -3369,21 +3712,24 @@ export function withTurnHooks(loop: (messages: MessageParam[]) => Promise<void>)
 // #region run-tool
 // s06's nine steps, with what later stages put in them: a large result kept in a file (s07),
 // content with images from outside tools (s08), the todo reminder (s09), a subagent's lines
-// shown under its label (s10), no second line for a call the stream showed (s13), and the
-// person's rules and hooks at steps 6 and 8 (s17), for a subagent's calls as for the parent's.
+// shown under its label (s10), no second line for a call the stream showed (s13), the person's
+// rules and hooks at steps 6 and 8 (s17), for a subagent's and a teammate's calls as for the
+// parent's, and a teammate's tools, replies and foreground commands (s19).
 /**
  * The calls of one reply. Calls that only read, side by side, run at the same time: reading
  * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
  * the one before. The results go back in call order, each with its call's id.
  */
 async function runTools(content: ContentBlock[]): Promise<ToolResultBlockParam[]> {
+  const mate = member(); // s19: a teammate's replies are counted, and bounded per turn
+  if (mate && ++mate.replies > TEAM_LIMITS.repliesPerTurn) fail(`it used ${TEAM_LIMITS.repliesPerTurn} replies in one turn without finishing`);
   const calls = content.filter((block): block is ToolUseBlock => block.type === "tool_use");
   const results: ToolResultBlockParam[] = [];
   for (const batch of batches(calls)) results.push(...(await Promise.all(batch.map(runTool))));
   // s09: the parent's reply is counted, and a due reminder rides in its last result; then s18's
-  // notices of tasks that ended, after it. A subagent's calls come through here too; its replies
-  // are not the parent's, its list is not kept, and the notices are the parent's to read.
-  return childRun.getStore() ? results : withNotices(withReminder(calls, results));
+  // notices of tasks that ended, after it. A subagent's and a teammate's calls come through here
+  // too; their replies are not the parent's, the list is not theirs, and the notices are the lead's.
+  return childRun.getStore() || mate ? results : withNotices(withReminder(calls, results));
 }
 
 /** Consecutive read-kind calls go in one batch; every other call is a batch of its own. */
@@ -3405,10 +3751,11 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
     show(dim(indent(visible(clip(message, 2000, "head")))));
     return { type: "tool_result", tool_use_id: call.id, is_error: true, content: resultFor(call.id, message) };
   };
-  // 3. Look the tool up.
-  const tool = registry.getTool(call.name);
+  // 3. Look the tool up: a teammate has only the tools its requests offer (s19).
+  const mine = registry.getAllTools().filter((t) => !member() || isTeammateTool(t.name));
+  const tool = mine.find((t) => t.name === call.name);
   if (!tool) show(dim(`> ${visible(call.name)}`));
-  if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${registry.getAllTools().map((t) => t.name).join(", ")}.`);
+  if (!tool) return failed(`Error: unknown tool "${call.name}". Tools: ${mine.map((t) => t.name).join(", ")}.`);
   // 4. Validate. s15: arguments that were not a JSON object (the adapter kept them under NOT_JSON) are the model's to send again.
   const unread = (call.input as Record<string, unknown> | null)?.[NOT_JSON];
   if (typeof unread === "string") return failed(`Error: ${call.name} was not run: its arguments are not a JSON object (${JSON.stringify(clip(unread, 200, "head"))}). Send the call again with valid JSON arguments.`);
@@ -3421,6 +3768,8 @@ export async function runTool(call: ToolUseBlock): Promise<ToolResultBlockParam>
   }
   // 5. Describe, in one line, what is about to happen, unless the stream showed it when the call was whole (s13).
   if (!shownCalls.delete(call.id)) show(dim(`> ${tool.displayName} ${visible(clip(tool.getDescription(params).split("\n")[0], 120, "head"))}`));
+  // s19: a background task's notice is the lead's (s18): a teammate runs its commands in the foreground.
+  if (member() && params.run_in_background === true) return failed("Error: background tasks are the lead's: run the command in the foreground.");
   const controller = new AbortController();
   const hooksFor = (event: HookEvent, more: Record<string, unknown> = {}) =>
     cancellable(() => controller.abort(), () => runHooks(event, { tool_name: call.name, tool_input: params, ...more }, controller.signal));
@@ -3967,23 +4316,26 @@ const client: ModelClient = {
     async create(request, options) {
       const { messages } = request;
       const conversation = conversationOf(messages);
-      const child = childRun.getStore();
+      const [child, mate] = [childRun.getStore(), member()];
       // Only the parent has compact: what it asked for applies to its own conversation, never to a
-      // subagent's request that happens to come first (a task in the same reply).
-      const asked = child ? undefined : compactionAsked;
+      // subagent's or a teammate's request that happens to come first (a task in the same reply).
+      const asked = child || mate ? undefined : compactionAsked;
       if (asked) compactionAsked = undefined;
       const used = conversation.contextTokens;
       if (asked) await compact(messages, "the model asked for it", asked.focus);
       else if (used > Math.max(compactThreshold, conversation.retryAt)) await compact(messages, `the last request used ${used} input tokens, over COMPACT_THRESHOLD (${compactThreshold})`);
       // s14: breakpoints on what is sent, the view after micro-compaction, a copy. Put in `messages`,
       // they would stay in the history and pile up; put in before contextFor, they would be lost.
-      const sent = withBreakpoints({ ...request, messages: contextFor(conversation, messages) });
+      // s19: a teammate's request offers its tools only, and its stop signal (Ctrl-C, a reset) ends it.
+      const tools = mate ? request.tools?.filter((tool) => isTeammateTool((tool as { name: string }).name)) : request.tools;
+      const sent = withBreakpoints({ ...request, tools, messages: contextFor(conversation, messages) });
       // s13: the parent's reply streams to the screen. A subagent's comes whole: its lines are
       // shown labelled (show), up to four run at once, and Ctrl-C ends its call through `options`.
       // s15: with PROVIDER=openai every reply comes whole, the parent's too: the adapter has no
-      // stream (`showText` shows the parent's text when the reply is in, as before s13).
-      const streamed = !child && PROVIDER !== "openai";
-      const response = streamed ? await streamReply(sent) : await provider.messages.create(sent, options);
+      // stream (`showText` shows the parent's text when the reply is in, as before s13). A teammate's
+      // comes whole too (s19): several work at once, and `showText` shows its text under its name.
+      const streamed = !child && !mate && PROVIDER !== "openai";
+      const response = streamed ? await streamReply(sent) : await provider.messages.create(sent, mate ? { signal: mate.stop.signal } : options);
       addUsage(response.usage); // s14: the session's tally and the turn's
       conversation.contextTokens = inputTokens(response.usage);
       return response;
@@ -4030,25 +4382,26 @@ export async function agentLoop(messages: MessageParam[]): Promise<void> {
 // #region end-turn
 function showText(response: Message): void {
   // s13: the text is on the screen already, shown as it streamed (showEvent): nothing twice. With
-  // PROVIDER=openai (s15) the reply came whole, not streamed: its text is shown here, as in s01.
-  if (PROVIDER === "openai") for (const block of response.content) if (block.type === "text") console.log(visible(block.text)); // model text: escapes shown, never obeyed
-  showContext(response.usage); // s07: how full the context is, after every reply
+  // PROVIDER=openai (s15) the reply came whole, not streamed: its text is shown here, as in s01;
+  // so is a teammate's (s19), under its name, and its context line is its own business.
+  if (PROVIDER === "openai" || member()) for (const block of response.content) if (block.type === "text") show(visible(block.text)); // model text: escapes shown, never obeyed
+  if (!member()) showContext(response.usage); // s07: how full the context is, after every reply
 }
 
 /** The model stopped asking for tools, or was stopped. Say so when the reason is not a normal ending. */
 function endTurn(response: Message, messages: MessageParam[]): void | Promise<void> {
   // A server tool (web search, code execution) still at work: the turn goes on when it is sent back as it is.
   if (response.stop_reason === "pause_turn") return agentLoop(messages);
-  countReply(false); // s09: a reply that ends the turn counts too (it ran no todo_write)
-  if (response.stop_reason === "refusal") console.log("[the model declined to continue]");
+  if (!member()) countReply(false); // s09: the lead's reply that ends the turn counts too (it ran no todo_write)
+  if (response.stop_reason === "refusal") show("[the model declined to continue]");
   const cutOff = { max_tokens: `at ${MAX_TOKENS} tokens: ask for something smaller, or raise MAX_TOKENS`, model_context_window_exceeded: "because the context window is full: start a new session" };
   let why: string;
   if (response.stop_reason === null) {
     // s13: Ctrl-C stopped the reply, which never ended; what was complete is in the history.
-    console.log("[the reply was interrupted (Ctrl-C); what was complete of it is kept]");
+    show("[the reply was interrupted (Ctrl-C); what was complete of it is kept]");
     why = "Not run: the person interrupted your reply (Ctrl-C) before this call could run.";
   } else if (response.stop_reason === "max_tokens" || response.stop_reason === "model_context_window_exceeded") {
-    console.log(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
+    show(`[the reply was cut off ${cutOff[response.stop_reason]}]`);
     why = `Not run: your reply was cut off (${response.stop_reason}) before this call was complete.`;
   } else return;
   // A call that did not run still needs an answer, or the next request is refused.
@@ -4073,7 +4426,7 @@ const hasKey = PROVIDER === "openai" ? Boolean(OPENAI_API_KEY) : Boolean(API_KEY
  * Before a replay, what each stage did before its own: names resolve from the scenario's
  * `hosts` (s04/s05), the plan is empty (s09), the threshold is the scenario's (s11), the
  * skills and memory are read afresh (s12), the token tallies start at zero (s14), the session
- * is new or the one the scenario's `sessionFlags` resume (s16), no task runs (s18), the tools in the scenario's
+ * is new or the one the scenario's `sessionFlags` resume (s16), no task runs (s18), no teammate (s19), the tools in the scenario's
  * settings are discovered (s08; a scenario with no settings discovers none), and its rules and
  * hooks read (s17).
  */
@@ -4087,6 +4440,8 @@ export async function prepareReplay(scenario: Scenario & { compactThreshold?: nu
   newKnowledgeSession();
   resetTokens();
   useSessionFlags(scenario);
+  stopTeam(); // s19's prepareReplay, with s18's
+  unreadFrom = new Set();
   resetTasks();
   await discoverTools();
   await loadSettings(); // s17: after discovery, so a rule may name a tool found outside
@@ -4116,21 +4471,37 @@ const resumeProblem = (args: string[]) => {
  * s18: notices of tasks that ended while the person was typing go in front of their prompt,
  * then the loop runs as in every stage. Every task ends when the program does:
  * lib/machinery/processes.ts ends every command at exit, background or not.
+ * s19: then, while a teammate works, the lead waits (no model call; Ctrl-C stops the team, and
+ * the wait). When none works, their notices (idle, stopped, a message) wake it, in a message of
+ * the harness's own, pushed like any message (s16's log keeps it), and the loop runs again.
  */
-async function turnWithNotices(messages: MessageParam[]): Promise<void> {
+async function turnWithTeam(messages: MessageParam[]): Promise<void> {
   addNoticesToPrompt(messages);
-  return agentLoop(messages);
+  await agentLoop(messages);
+  for (let interrupted = false; !interrupted && team.size > 0; ) {
+    await cancellable(() => (interrupted = true), async () => {
+      // Bounded by the teammates' own limits: replies per turn, each call's and each command's time.
+      while (!interrupted && onTeam().some((mate) => mate.state === "working")) await once(teamChanged, "changed", { signal: AbortSignal.timeout(TEAM_LIMITS.recheckMs) }).catch(() => {});
+    });
+    const wake: MessageParam[] = [{ role: "user", content: "" }];
+    if (!interrupted) addNoticesToPrompt(wake); // s18's: the waiting notices, as the harness's words; after Ctrl-C, they wait for the next prompt
+    const notices = String(wake[0].content).trim();
+    if (!notices) return;
+    messages.push({ role: "user", content: [{ type: "text", text: notices }] }); // a block, not a string: the harness's, not the person's prompt
+    await agentLoop(messages);
+  }
 }
 
 /**
  * A turn as the program runs it, and a replay too: s17's hooks around it (UserPromptSubmit on
  * the prompt as typed, Stop when the loop returns, which may send the model back to work), and
- * inside them s18's notices, then the loop. s14's tally is the whole turn's, a Stop hook's
- * rounds and a subagent's requests included: it starts here and its line comes once, at the end.
+ * inside them s18's notices, the loop, and s19's wait for the team. s14's tally is the whole
+ * turn's, a Stop hook's rounds, a subagent's requests, the wake-ups and the teammates' requests
+ * meanwhile included: it starts here and its line comes once, at the end.
  */
 export async function runTurn(messages: MessageParam[]): Promise<void> {
   turnTokens = noTokens();
-  await withTurnHooks(turnWithNotices)(messages);
+  await withTurnHooks(turnWithTeam)(messages);
   if (turnTokens.requests > 0) console.log(dim(turnLine())); // s14: what this turn used, and cost
 }
 

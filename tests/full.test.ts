@@ -147,9 +147,9 @@ describe("the capstone's file", () => {
   });
 
   it("has every tool of every stage it takes in (s01 to its header's last) in its registry", () => {
-    // Each stage's tools as its file declares them (a schema in TOOLS, or a defineTool), read
-    // from the text: importing twelve stages here would cost seconds.
-    const declared = (text: string) => [...text.matchAll(/^\s+name: "([a-z_]+)",$/gm)].map((m) => m[1]);
+    // Each stage's tools as its file declares them (a schema in TOOLS, a defineTool, or s19's
+    // teamTool), read from the text: importing twelve stages here would cost seconds.
+    const declared = (text: string) => [...text.matchAll(/^\s+name: "([a-z_]+)",$|\bteamTool\(\s*"([a-z_]+)"/gm)].map((m) => m[1] ?? m[2]);
     const mine = full.TOOLS.map((t) => t.name);
     expect(declared(text).sort()).toEqual([...mine].sort());
     for (const file of stageFiles().filter((file) => Number(stageId(file).slice(1)) <= Number(LAST))) {
@@ -285,7 +285,7 @@ describe("the capstone's demo", () => {
   it("ends its turn with one line of the turn's tokens and cost, the one its page quotes (s14)", async () => {
     await replayed();
     const lines = printed.filter((line) => line.startsWith("[this turn:"));
-    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 37,677 cache read, 10,346 cache write; $0.0434]"]);
+    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 45,504 cache read, 11,219 cache write; $0.0463]"]);
     for (const page of ["full.md", "ja/full.md"]) expect(readFileSync(path.join(REPO_ROOT, "docs", page), "utf8"), page).toContain(lines[0]);
   });
 
@@ -1471,5 +1471,122 @@ describe("the capstone with PROVIDER=openai: s15's adapter is its provider, ever
     answers.push(chatReply({ content: "It was 7." }));
     expect((await runWith(WIRE(), ["--continue", "Which number?"])).code).toBe(0);
     expect(received[0].body.messages.map((m) => m.content)).toEqual([expect.any(String), "Remember 7.", "I will.", "Which number?"]);
+  });
+});
+
+describe("the capstone's task board and team: teammates run the same loop, with the lead's rules and without its notices (s19)", () => {
+  const workspace = useWorkspace();
+  const printed = usePrinted();
+  quietStdout();
+  const serve = useReplay();
+  type Stage19 = Stage18Like & {
+    teamList(): { name: string; state: string }[];
+    updateTask(root: string, id: string, by: string, change: { status: string; owner?: string }): Promise<unknown>;
+  };
+  type Stage18Like = Full & { loadSettings(): Promise<string[]>; taskList(): { id: string; status: string }[] };
+  const stage19 = full as unknown as Stage19;
+  const PERSONAL = () => path.join(os.homedir(), ".agent", "settings.json");
+  const settings = async (permissions: object) => {
+    mkdirSync(path.dirname(PERSONAL()), { recursive: true });
+    writeFileSync(PERSONAL(), JSON.stringify({ permissions }));
+    await stage19.loadSettings();
+  };
+  beforeEach(async () => {
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await settings({ allow: ["bash", "write_file"] }); // the approval itself is tested in s19's own tests
+  });
+  afterEach(async () => {
+    rmSync(PERSONAL(), { force: true });
+    await full.prepareReplay({ description: "", prompts: [], replies: [] }); // stops the team a test left
+  });
+  let ids = 0;
+  const run = async (name: string, input: object) => full.runTool({ type: "tool_use", id: `toolu_s19_${++ids}`, name, input } as ToolUseBlock);
+  const stateOf = (name: string) => stage19.teamList().find((mate) => mate.name === name)?.state;
+  const as = (agent: string, message: ReturnType<typeof reply.text>) => ({ ...message, agent });
+  const ofAgent = (requests: MessageCreateParams[], name: string) => requests.filter((request) => textOf(request.system).includes(`Your name is ${name}.`));
+
+  it("a teammate's request names it and the roster, offers its tools only (not spawn_teammate, task, todo_write, compact, bash_output, kill_task) and is not streamed; its lines carry [name]", async () => {
+    const replay = serve(scenarioOf([as("alice", reply.tools([{ name: "task_list", input: {} }], "Looking.")), as("alice", reply.text("Nothing to do."))]));
+    expect(resultText(await run("spawn_teammate", { name: "alice", prompt: "Check the board." }))).toMatch(/^alice has joined the team[^]*The team: lead, alice\./);
+    expect(await eventually(() => stateOf("alice") === "idle")).toBe(true);
+    const [first] = ofAgent(replay.requests, "alice");
+    expect(first.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Check the board.", cache_control: { type: "ephemeral" } }] }]);
+    expect(textOf(first.system)).toMatch(/The team: lead \(who leads it\), alice \(you\)\./);
+    expect((first as { stream?: boolean }).stream).toBeFalsy();
+    const tools = first.tools!.map((tool) => (tool as { name: string }).name);
+    expect(tools).toEqual(expect.arrayContaining(["bash", "read_file", "grep", "task_create", "task_update", "task_list", "task_get", "send_message", "read_inbox"]));
+    for (const name of ["spawn_teammate", "task", "todo_write", "compact", "bash_output", "kill_task"]) expect(tools).not.toContain(name);
+    expect(printed).toEqual(expect.arrayContaining(["[alice] Looking.", "[alice] Nothing to do."]));
+  });
+
+  it("a claimed task is refused to another, naming the owner (the board region is s19's text, whose real-process race s19's tests hold)", async () => {
+    expect(resultText(await run("task_create", { subject: "a", description: "" }))).toBe("Created task 1: a.");
+    await stage19.updateTask(workspace.dir, "1", "alice", { status: "in_progress", owner: "alice" });
+    await expect(stage19.updateTask(workspace.dir, "1", "bob", { status: "in_progress", owner: "bob" })).rejects.toThrow("task 1 is claimed by alice: only alice or the lead may change it");
+  });
+
+  it("the lead's turn waits while a teammate works, then the lead is woken with the notices, in a message the session log keeps; the teammate's history is not logged", async () => {
+    const replay = serve(
+      scenarioOf([
+        reply.tools([{ name: "spawn_teammate", input: { name: "alice", prompt: "Check the board." } }]),
+        reply.text("Waiting for alice."),
+        as("alice", reply.text("Nothing to do.")),
+        reply.text("alice is idle; done."),
+      ]),
+    );
+    const history = await inSession(full.runTurn, ["split the work"]);
+    expect(history.at(-2)).toEqual({ role: "user", content: [{ type: "text", text: expect.stringMatching(/^<notice>From the harness, not the person:\nalice is idle: no task on the board is free for it\. Its last words: "Nothing to do\."/) }] });
+    expect(history.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: "alice is idle; done." }] });
+    expect(ofAgent(replay.requests, "alice")).toHaveLength(1);
+    const logged = sessionLines().slice(1);
+    expect(logged).toEqual(JSON.parse(JSON.stringify([...history])));
+    expect(logged).not.toContainEqual({ role: "user", content: "Check the board." });
+    expect(printed.filter((line) => line.startsWith("[this turn:"))).toHaveLength(1); // s14: one line for the whole turn, the wake-up included
+  });
+
+  it("a teammate's call goes through the person's deny rule (s17), as the lead's does", async () => {
+    await settings({ allow: ["bash"], deny: ["write_file"] });
+    const replay = serve(scenarioOf([as("alice", reply.tools([{ id: "toolu_alice_write", name: "write_file", input: { path: "x.txt", content: "x" } }])), as("alice", reply.text("I may not write."))]));
+    await run("spawn_teammate", { name: "alice", prompt: "Write x.txt." });
+    expect(await eventually(() => stateOf("alice") === "idle")).toBe(true);
+    const result = resultIn(ofAgent(replay.requests, "alice")[1], "toolu_alice_write")!;
+    expect(resultText(result)).toMatch(/^Not run: the rule deny write_file \(.*\) forbids it\.$/);
+    expect(existsSync("x.txt")).toBe(false);
+  });
+
+  it("a teammate starts no background task, and the notices ride in none of its results: they wait for the lead", async () => {
+    expect(resultText(await run("bash", { command: "echo built", run_in_background: true }))).toMatch(/^Started bg_1/);
+    expect(await eventually(() => stage19.taskList()[0]?.status === "exit code 0")).toBe(true);
+    const replay = serve(
+      scenarioOf([
+        as("alice", reply.tools([{ id: "toolu_alice_bg", name: "bash", input: { command: "sleep 30", run_in_background: true } }, { id: "toolu_alice_ls", name: "ls", input: {} }])),
+        as("alice", reply.text("Could not.")),
+      ]),
+    );
+    await run("spawn_teammate", { name: "alice", prompt: "Start the server." });
+    expect(await eventually(() => stateOf("alice") === "idle")).toBe(true);
+    const second = ofAgent(replay.requests, "alice")[1];
+    expect(resultText(resultIn(second, "toolu_alice_bg")!)).toBe("Error: background tasks are the lead's: run the command in the foreground.");
+    expect(JSON.stringify(second.messages)).not.toContain("<notice>");
+    expect(stage19.taskList().map((task) => task.id)).toEqual(["bg_1"]);
+    const messages: MessageParam[] = [{ role: "user", content: "how did it go?" }];
+    serve(scenarioOf([reply.text("Built.")]));
+    await full.runTurn(messages);
+    expect(textOf(messages[0].content)).toMatch(/^<notice>From the harness, not the person:\n[^]*bg_1 \(echo built\) ended: exit code 0\./);
+  });
+
+  it("Ctrl-C stops every teammate, and the lead hears it", async () => {
+    serve(scenarioOf([as("alice", reply.text("Idle now.")), as("bob", reply.text("Idle too."))]));
+    await run("spawn_teammate", { name: "alice", prompt: "Wait." });
+    await run("spawn_teammate", { name: "bob", prompt: "Wait." });
+    expect(await eventually(() => stateOf("alice") === "idle" && stateOf("bob") === "idle")).toBe(true);
+    const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as never);
+    term.interrupt();
+    expect(exit).not.toHaveBeenCalled();
+    expect(await eventually(() => stateOf("alice") === "stopped" && stateOf("bob") === "stopped")).toBe(true);
+    const messages: MessageParam[] = [{ role: "user", content: "what happened?" }];
+    serve(scenarioOf([reply.text("They stopped.")]));
+    await full.runTurn(messages);
+    expect(textOf(messages[0].content)).toMatch(/alice has stopped: Ctrl-C stopped the team\.[^]*bob has stopped: Ctrl-C stopped the team\./);
   });
 });
