@@ -155,7 +155,7 @@ function captionIncludes(state: StateCore, root: string, pageId: string, lang: L
     }
     const anchor = `region-${name}`;
     const first = !shown.has(name) && stage.id === pageId;
-    shown.add(name);
+    if (stage.id === pageId) shown.add(name); // another stage's region of the same name gets no anchor, so it links nothing
     const parent = changes.parent?.id;
     const status = parent ? region.status : "new";
     // The highlight comes from the diff, whatever the page typed: `ts{102-120}` -> `ts{…}`.

@@ -28,6 +28,7 @@
  *   npx tsx agents/s06_tool_registry.ts       (no key: replays the recorded demo)
  *   npx tsx agents/s06_tool_registry.ts --approval-mode auto-edit
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, Tool, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
@@ -53,10 +54,9 @@ export const MAX_OUTPUT = 30_000; // characters the model sees from one tool cal
 // SDK at the first request, so the program starts at once). With no key the program replays a
 // recorded demo, and the placeholder key it then uses is never sent anywhere.
 const client = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: process.env.ANTHROPIC_BASE_URL || undefined });
-// The workspace is the directory the program runs in. It is read at each call rather than
-// stored, so the offline replay and the tests run this same code in a temporary folder; the
-// system prompt is written at each request for the same reason.
-export const workspace = () => process.cwd();
+// The workspace, read at each call as the system prompt is: the replay and the tests run in a temporary folder, and s20 gives a call a git worktree as its root (agents share one process: no chdir).
+export const workingRoot = new AsyncLocalStorage<() => string>();
+export const workspace = () => workingRoot.getStore()?.() ?? process.cwd();
 const systemPrompt = () =>
   `You are a coding agent working in ${workspace()}. read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. Act first, then report briefly. ` +
   `The person may decline a call and say why: then do what they asked instead. In plan mode you may only read: describe the changes you would make.`;

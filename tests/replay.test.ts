@@ -227,5 +227,6 @@ describe("the replay engine with a conversation inside another", () => {
     expect(checkScenario({ ...nested(), sideTurns: 0 })).toContain("1 prompt(s) but 2 reply/replies that end a turn");
     expect(checkScenario({ ...nested(), sideTurns: 2 })).toContain("1 prompt(s) and 2 side turn(s) but 2 reply/replies that end a turn");
     expect(checkScenario({ ...nested(), sideTurns: -1 })).toContain("sideTurns must be a whole number, 0 or more");
+    expect(checkScenario({ ...nested(), git: "yes" } as never)).toContain("git must be true or false");
   });
 });

@@ -36,6 +36,8 @@ export interface Scenario {
    * conversation number prompts + sideTurns. Default 0.
    */
   sideTurns?: number;
+  /** Make the fresh workspace a git repository, its files (if any) in one commit, before the first prompt (s20's worktrees need one). */
+  git?: boolean;
 }
 
 /**
@@ -121,6 +123,7 @@ export function checkScenario(scenario: Scenario): string[] {
   }
   const endings = (scenario.replies ?? []).filter((r) => r?.stop_reason && r.stop_reason !== "tool_use").length;
   const side = scenario.sideTurns ?? 0;
+  if (scenario.git !== undefined && typeof scenario.git !== "boolean") problems.push("git must be true or false");
   if (!Number.isInteger(side) || side < 0) problems.push("sideTurns must be a whole number, 0 or more");
   else if (Array.isArray(scenario.prompts) && endings !== scenario.prompts.length + side) {
     const expected = side > 0 ? `${scenario.prompts.length} prompt(s) and ${side} side turn(s)` : `${scenario.prompts.length} prompt(s)`;

@@ -2,6 +2,7 @@
 // demo, the tests, the docs' session view, the exercises' checks and the bench all call
 // replayScenario, so each of them sees the stage's real loop drive its real tools in a
 // workspace, with the model's replies (and any web pages) served by the replay engine.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Writable } from "node:stream";
 import path from "node:path";
@@ -60,6 +61,27 @@ export function seedWorkspace(workspace: string, scenario: Scenario): void {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, text);
   }
+  if (scenario.git) commitAll(workspace);
+}
+
+/**
+ * A scenario with `git: true` (s20) starts in a git repository whose files are in one commit. The
+ * author is fixed and no user or system configuration is read, so the replay is the same anywhere.
+ */
+function commitAll(workspace: string): void {
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "commit.gpgsign=false", ...args], {
+      cwd: workspace,
+      stdio: "ignore",
+      timeout: 30_000,
+      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z" },
+    });
+  git("init", "--quiet", "--initial-branch=main");
+  // An author for the commits the session's agents make, in the repository's own config, which its worktrees share.
+  git("config", "user.name", "Workbook");
+  git("config", "user.email", "workbook@example.com");
+  git("add", "--all");
+  git("commit", "--quiet", "--allow-empty", "--message", "The scenario's files");
 }
 
 /**
