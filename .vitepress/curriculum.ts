@@ -313,8 +313,8 @@ export const CAPSTONE: Stage = {
   title: { en: "The Capstone", ja: "総仕上げ" },
   motto: { en: "Every mechanism together: the agent you would use", ja: "すべての仕組みを1つに。実際に使うエージェントです" },
   teaches: {
-    en: "Every mechanism of s01 to s19 in one program: the registry, large results kept out of the context, discovered tools, a plan, subagents, compaction, skills and memory, a streamed reply and its cost, any provider, sessions, hooks and permission rules, background tasks, and a task board with teammates.",
-    ja: "s01〜s19 のすべての仕組みを1つのプログラムにまとめます。レジストリ、コンテキストに入れない大きな結果、発見したツール、計画、サブエージェント、圧縮、スキルとメモリ、ストリームで届く返答とその費用、どのプロバイダでも使えること、セッション、フックとパーミッションのルール、バックグラウンドタスク、タスクボードとチームメイトです。",
+    en: "Every mechanism of s01 to s20 in one program: the registry, large results kept out of the context, discovered tools, a plan, subagents, compaction, skills and memory, a streamed reply and its cost, any provider, sessions, hooks and permission rules, background tasks, a task board with teammates, and a git worktree per task.",
+    ja: "s01〜s20 のすべての仕組みを1つのプログラムにまとめます。レジストリ、コンテキストに入れない大きな結果、発見したツール、計画、サブエージェント、圧縮、スキルとメモリ、ストリームで届く返答とその費用、どのプロバイダでも使えること、セッション、フックとパーミッションのルール、バックグラウンドタスク、タスクボードとチームメイト、タスクごとの git ワークツリーです。",
   },
   seeds: [],
 };
@@ -402,7 +402,7 @@ export const machineryLink = (id: string, lang: Lang) => `${lang === "ja" ? "/ja
  * The size a stage file may reach, in total lines, comments included (CONVENTIONS.md): a stage
  * reads in one sitting. The tests hold every file to it; the home page shows it.
  */
-const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4575 };
+const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4840 };
 export const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
 
 /** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */

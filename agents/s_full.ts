@@ -1,7 +1,7 @@
 /**
  * s_full.ts - The Capstone
  *
- * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s19 around it.
+ * "Every mechanism together: the agent you would use": the loop of s01, every piece of s02 to s20 around it.
  *
  *   a prompt (or /compact, /cost)   system prompt: rules + skills list + memory (s12)
  *      |                                    |
@@ -31,6 +31,9 @@
  *   task_create task_update task_list task_get (s19: a board in .agent/tasks/)
  *   spawn_teammate send_message read_inbox (s19): a teammate is the same loop
  *     with its own history and tools, its lines shown as [name], 4 at most
+ *   worktree_create worktree_list worktree_remove (s20): a git checkout per task in
+ *     .agent/worktrees/; bash read_file write_file edit_file take `worktree`, and a
+ *     teammate works in its task's; the agent's notes stay in the main workspace
  *   found outside: discovery command + MCP servers from .agent/settings.json, .mcp.json (s08)
  *
  * New: nothing of its own. Where each piece comes from (regions keep their stage's names):
@@ -42,6 +45,7 @@
  *   s14 breakpoints, prices, accounting   s15 to-chat, from-chat   s16 session-log, resume, repair
  *   s17 rules, hooks (and settings, with s08's)   s18 background, task-tools, notices
  *   s19 board, inbox, team, board-tools, team-tools
+ *   s20 worktrees, in-worktree, teammates, worktree-tools
  *   here: part-one, tools
  * The regions where mechanisms meet (config, tool, client, run-tool, end-turn, program) say so.
  * The machinery every stage calls is in lib/machinery, as in the stages (Under the hood).
@@ -55,7 +59,7 @@ import { EventEmitter, once } from "node:events";
 import { randomBytes, randomUUID } from "node:crypto";
 import dns from "node:dns";
 import {
-  closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  appendFileSync, closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
   realpathSync, renameSync, rmSync, statSync, writeFileSync, writeSync,
 } from "node:fs";
 import http from "node:http";
@@ -122,7 +126,13 @@ const provider: ModelClient = PROVIDER === "openai" ? { messages: { create: viaC
 // stored, so the offline replay and the tests run this same code in a temporary folder; the
 // system prompt is written at each request for the same reason. It is every stage's sentences
 // in turn, and ends with the skills and the memory, read once per session (region `knowledge`).
-const workspace = () => process.cwd();
+// s20 gives a call a git worktree as its root (agents share one process: no chdir). The store is
+// a function: a teammate's root changes as it takes tasks (region `teammates`).
+const workingRoot = new AsyncLocalStorage<() => string>();
+const workspace = () => workingRoot.getStore()?.() ?? process.cwd();
+// The agent's own notes (.agent/: tool results, memory, skills, settings, sessions, the board) are
+// the main workspace's, whatever a call's root: a worktree holds the project's files only.
+const atHome = <T>(work: () => T): T => workingRoot.run(() => process.cwd(), work);
 // s19: a teammate's own prompt (region `team`) names it and the roster; the lead's ends with the team.
 const systemPrompt = () =>
   member() ? teammatePrompt(member()!) :
@@ -140,7 +150,10 @@ const systemPrompt = () =>
   `The conversation is saved as it goes and may be resumed later: a call whose result says it was interrupted may or may not have run, so look before doing it again. ` +
   `For work that splits into parts, put the parts on the task board (task_create; blocked_by names what must be completed first) and start teammates with spawn_teammate: they work at the same time as you, ` +
   `claim tasks by making themselves the owner, and take the next free task by themselves. When your turn ends while they work, you wait, and are told when each is idle or fails. ` +
-  `read_inbox gives what they sent you. When the work is done, stop them (send_message with stop) and report. The team now: ${roster().join(", ")}.` +
+  `read_inbox gives what they sent you. ` +
+  `To keep each task's changes apart, give the task a git worktree before a teammate takes it (worktree_create with its task_id): the teammate then works in that checkout, on its own branch. ` +
+  `Your own bash, read_file, write_file and edit_file work inside a worktree when you set worktree. worktree_list shows them; worktree_remove removes one when its work is merged or no longer needed. ` +
+  `When the work is done, stop them (send_message with stop) and report. The team now: ${roster().join(", ")}.` +
   knowledge();
 // How careful to be, from `--approval-mode <mode>` or APPROVAL_MODE, read once at start.
 const APPROVAL_MODES = ["default", "auto-edit", "yolo", "plan"] as const;
@@ -406,6 +419,7 @@ function lastBytes(before: Buffer, bytes: Buffer): Buffer {
  * inside the workspace one step at a time, as write_file makes them, so no link leads out.
  */
 function newResultFile(callId: string): [number, string] {
+  if (workspace() !== process.cwd()) return atHome(() => newResultFile(callId)); // s20: a call in a worktree keeps its result in the main workspace too
   const base = callId.replace(/[^\w-]/g, "_").slice(0, 100) || "result";
   let opened: [number, string] | undefined;
   const made = !existsSync(safePath(RESULTS_FOLDER)); // the agent's notes, not the project's: git never lists them
@@ -2416,7 +2430,7 @@ export function readInbox(root: string, name: string): { messages: TeamMessage[]
 // tools offered, the lines shown and the approval questions are its own. Between turns it idles.
 export const TEAM_LIMITS = { teammates: 4, repliesPerTurn: 30, recheckMs: 5_000, idleMs: 10 * 60_000 };
 export const LEAD = "lead";
-// `home`: where the board and the inboxes are (the lead's workspace); `root`: where it works (the same here; s20 may give it a checkout).
+// `home`: where the board and the inboxes are (the lead's workspace); `root`: where it last worked (s20's rootOf gives it its task's worktree).
 export type Teammate = { name: string; home: string; root: string; state: "working" | "idle" | "stopped"; messages: MessageParam[]; stop: AbortController; stopAsked: boolean; replies: number };
 let team = new Map<string, Teammate>();
 const teammateRun = new AsyncLocalStorage<Teammate>();
@@ -2427,10 +2441,10 @@ const teamChanged = new EventEmitter().setMaxListeners(0);
 const onTeam = () => [...team.values()].filter((mate) => mate.state !== "stopped");
 export const roster = () => [LEAD, ...onTeam().map((mate) => mate.name)];
 export const teamList = () => [...team.values()].map(({ name, state }) => ({ name, state }));
-/** A teammate's tools: a subagent's (s10: not task, todo_write, compact, bash_output, kill_task: the plan, the conversation and the background tasks are the lead's), and the board's and the team's but spawn_teammate. */
-const isTeammateTool = (name: string) => !["spawn_teammate", "task", "todo_write", "compact", "bash_output", "kill_task"].includes(name);
+/** A teammate's tools: a subagent's (s10: not task, todo_write, compact, bash_output, kill_task: the plan, the conversation and the background tasks are the lead's), and the board's and the team's but spawn_teammate; not s20's worktree tools: the lead plans the worktrees. */
+const isTeammateTool = (name: string) => !["spawn_teammate", "task", "todo_write", "compact", "bash_output", "kill_task", "worktree_create", "worktree_list", "worktree_remove"].includes(name);
 const teammatePrompt = (me: Teammate) =>
-  `You are a teammate on a coding team, working in ${me.root}. Your name is ${me.name}. The team: ${roster().map((name) => (name === me.name ? `${name} (you)` : name === LEAD ? `${name} (who leads it)` : name)).join(", ")}. ` +
+  `You are a teammate on a coding team, working in ${workspace()}. Your name is ${me.name}. The team: ${roster().map((name) => (name === me.name ? `${name} (you)` : name === LEAD ? `${name} (who leads it)` : name)).join(", ")}. ` +
   `read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. The task board is shared: claim a task by making yourself its owner with task_update, ` +
   `set it completed when it is done, then end your turn with a short report. The harness then gives you your next task, or the messages sent to you; when there is none, you wait. ` +
   `send_message tells a teammate or the lead what they need to know. Edits and commands may need a person's approval; if one is refused, say so.`;
@@ -2443,8 +2457,8 @@ export function spawnTeammate(name: string, prompt: string): Teammate {
   if (onTeam().length >= TEAM_LIMITS.teammates) fail(`the team has ${TEAM_LIMITS.teammates} teammates, the most at once: ${onTeam().map((m) => `${m.name} (${m.state})`).join(", ")}. Stop one first (send_message with stop).`);
   const me: Teammate = { name, home: workspace(), root: workspace(), state: "working", messages: [], stop: new AbortController(), stopAsked: false, replies: 0 };
   team.set(name, me);
-  // Not awaited: it works while the lead does. Ctrl-C stops it wherever it is.
-  void teammateRun.run(me, () => cancellable(() => me.stop.abort(), () => runTeammate(me, prompt)));
+  // Not awaited: it works while the lead does. Ctrl-C stops it wherever it is. Its root (s20) is worked out at each read.
+  void teammateRun.run(me, () => workingRoot.run(() => (me.root = rootOf(me, me.root)), () => cancellable(() => me.stop.abort(), () => runTeammate(me, prompt))));
   return me;
 }
 /** A turn per prompt, task or message, idling between them, until it is stopped; then the lead hears why. */
@@ -2556,7 +2570,7 @@ const spawnTeammateTool = teamTool(
   { name: { type: "string", description: "Letters, digits, - and _, at most 40, e.g. alice." }, prompt: { type: "string", minLength: 1 } }, ["name", "prompt"],
   async (params) => {
     const { name } = spawnTeammate(String(params.name), String(params.prompt));
-    return `${name} has joined the team and works on your prompt now, at the same time as you. The team: ${roster().join(", ")}. You will be told when ${name} is idle or fails.`;
+    return `${name} has joined the team and works on your prompt now, at the same time as you. The team: ${roster().join(", ")}. When it works on a task that has a worktree, it works in that worktree. You will be told when ${name} is idle or fails.`;
   },
 );
 // Who has sent the lead messages it has not read: its notice names them, in one line.
@@ -2581,6 +2595,276 @@ const readInboxTool = teamTool("read_inbox", "read", `The messages sent to you t
   return inboxText(inbox);
 });
 // #endregion team-tools
+
+// #region worktrees
+// A worktree is a second checkout of the same repository: its own folder and branch, sharing the
+// history. Two agents editing one checkout step on each other's files; in two worktrees they
+// cannot, and each task's work stays on its branch until someone merges it.
+export const WORKTREE_LIMITS = { worktrees: 20, gitTimeoutMs: 30_000, gitOutputChars: 10_000, logBytes: 1_000_000 };
+const WORKTREES = path.join(".agent", "worktrees");
+export type Worktree = { name: string; path: string; branch?: string; task?: string; missing: boolean };
+
+/** A name becomes a folder and a branch, and git reads "-b..." as an option: so letters, digits, - and _ only, and no "-" first. */
+export function checkName(name: string): string {
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_-]{0,39}$/.test(name)) fail(`${JSON.stringify(name)} cannot be a worktree's name: letters, digits, - and _, at most 40 characters, not starting with -`);
+  return name;
+}
+
+/**
+ * git with an argument list: runCommand passes them as "$@" (lib/machinery/processes.ts), so no
+ * name is ever read as shell code. It has a time limit that ends git and all it started (a hook
+ * of the repository's runs with git), and runs without the agent's keys. When it fails, git's
+ * own words are passed on, whole up to gitOutputChars (both ends kept).
+ */
+export async function git(args: string[], cwd: string): Promise<string> {
+  const [output, errors] = [new HeadAndTail(1_000_000), new HeadAndTail(WORKTREE_LIMITS.gitOutputChars)];
+  const code = await runCommand("git", { cwd, args, output, errors, timeoutMs: WORKTREE_LIMITS.gitTimeoutMs }).catch((error: Error) => fail(`git ${args.join(" ")}: ${error.message}`));
+  if (code !== 0) fail(`git ${args.join(" ")} failed (exit code ${code ?? "killed"}):\n${clip(`${errors.text()}${output.text()}`.trim(), WORKTREE_LIMITS.gitOutputChars)}`);
+  return output.text();
+}
+
+/** Worktrees need a repository with a commit: say so, and how, rather than leave git's words alone. */
+async function checkRepository(root: string): Promise<void> {
+  const head = await git(["rev-parse", "--verify", "--quiet", "HEAD"], root).catch((error: Error) => error);
+  if (!(head instanceof Error)) return;
+  const isRepo = !((await git(["rev-parse", "--git-dir"], root).catch((error: Error) => error)) instanceof Error);
+  if (isRepo) fail(`the repository at ${root} has no commit yet, and a worktree starts from one: commit first (git add -A && git commit -m start)`);
+  fail(`${root} is not a git repository, so it can have no worktrees. Make it one with \`git init\`, then commit once (git add -A && git commit -m start), and try again.\n${head.message}`);
+}
+
+/** `relative` inside the workspace, symlinks followed: a .agent/worktrees that is a link to elsewhere is refused. */
+function inside(root: string, relative: string): string {
+  const top = realpathSync(root);
+  const real = followLinks(path.join(top, relative), relative);
+  if (!isInside(top, real)) fail(`${relative} leads outside the workspace (${top}) through a symlink; nothing was created. Remove the link and try again`);
+  return real;
+}
+
+/** .agent/worktrees, created if missing; only ever inside the workspace. */
+function worktreesFolder(root: string): string {
+  mkdirSync(inside(root, WORKTREES), { recursive: true });
+  return inside(root, WORKTREES); // again, now that it exists: a link made meanwhile is refused too
+}
+
+/** Which task each worktree is bound to (name -> task id), in .agent/worktrees/bindings.json. */
+export function bindings(root: string): Record<string, string> {
+  const file = path.join(inside(root, WORKTREES), "bindings.json");
+  if (!existsSync(file)) return {};
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as Record<string, string>;
+  } catch {
+    return fail(`.agent/worktrees/bindings.json is not JSON (edited by hand?): fix it or remove it`);
+  }
+}
+function writeBindings(folder: string, bound: Record<string, string>): void {
+  writeAtomically(path.join(folder, "bindings.json"), `${JSON.stringify(bound, null, 2)}\n`, ".agent/worktrees/bindings.json", { root: folder, isInside });
+}
+
+/** One JSON line per event; past logBytes the log becomes events.1.jsonl (one older file is kept), so it stays bounded. */
+function logEvent(root: string, event: Record<string, string>): void {
+  const file = inside(root, path.join(WORKTREES, "events.jsonl"));
+  const line = `${JSON.stringify({ time: new Date().toISOString(), ...event })}\n`;
+  if ((attempt(() => statSync(file).size) ?? 0) + line.length > WORKTREE_LIMITS.logBytes) renameSync(file, inside(root, path.join(WORKTREES, "events.1.jsonl")));
+  appendFileSync(file, line);
+}
+
+/** The worktrees git knows in .agent/worktrees/, with their branch and task, in name order. */
+export async function listWorktrees(root: string): Promise<Worktree[]> {
+  const folder = inside(root, WORKTREES);
+  const bound = bindings(root);
+  const blocks = (await git(["worktree", "list", "--porcelain"], root)).split("\n\n").map((block) => block.split("\n"));
+  const field = (lines: string[], key: string) => lines.find((line) => line.startsWith(`${key} `))?.slice(key.length + 1);
+  return blocks
+    .map((lines) => ({ where: field(lines, "worktree") ?? "", branch: field(lines, "branch")?.replace(/^refs\/heads\//, ""), gone: lines.some((line) => line.startsWith("prunable")) }))
+    .filter(({ where }) => where && path.dirname(attempt(() => realpathSync(where)) ?? where) === folder)
+    .map(({ where, branch, gone }) => ({ name: path.basename(where), path: path.join(folder, path.basename(where)), branch, task: bound[path.basename(where)], missing: gone || !existsSync(where) }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** `git status --porcelain` inside a worktree: one line per file changed and not committed. */
+export async function uncommitted(worktree: Worktree): Promise<string[]> {
+  return worktree.missing ? [] : (await git(["status", "--porcelain"], worktree.path)).split("\n").filter(Boolean);
+}
+const theWorktrees = (all: Worktree[]) => (all.length > 0 ? `The worktrees: ${all.map((w) => w.name).join(", ")}.` : "There are no worktrees (worktree_create makes one).");
+
+export async function createWorktree(root: string, name: string, taskId?: string): Promise<string> {
+  checkName(name);
+  if (taskId !== undefined) taskIn(readBoard(root), taskId); // the task must be on the board
+  await checkRepository(root);
+  const folder = worktreesFolder(root);
+  const all = await listWorktrees(root);
+  if (all.some((w) => w.name.toLowerCase() === name.toLowerCase()) || existsSync(path.join(folder, name))) fail(`a worktree named ${name} exists already. ${theWorktrees(all)}`);
+  if (all.length >= WORKTREE_LIMITS.worktrees) fail(`there are ${all.length} worktrees, the most this agent keeps: remove one first (worktree_remove). ${theWorktrees(all)}`);
+  const bound = bindings(root);
+  const taken = Object.keys(bound).find((other) => bound[other] === taskId);
+  if (taskId !== undefined && taken) fail(`task ${taskId} has the worktree ${taken} already`);
+  await git(["worktree", "add", path.join(WORKTREES, name), "-b", `wt/${name}`], root);
+  logEvent(root, { event: "create", name, branch: `wt/${name}` });
+  if (taskId !== undefined) writeBindings(folder, { ...bound, [name]: taskId });
+  if (taskId !== undefined) logEvent(root, { event: "bind", name, task: taskId });
+  const task = taskId === undefined ? "" : `, bound to task ${taskId}: a teammate working on task ${taskId} works in it`;
+  return `Created the worktree ${name} at .agent/worktrees/${name}, on the new branch wt/${name}${task}. Set worktree: "${name}" on bash, read_file, write_file or edit_file to work in it.`;
+}
+
+export async function removeWorktree(root: string, name: string, options: { keepBranch?: boolean; force?: boolean } = {}): Promise<string> {
+  checkName(name);
+  await checkRepository(root);
+  const all = await listWorktrees(root);
+  const worktree = all.find((w) => w.name === name) ?? fail(`there is no worktree ${JSON.stringify(name)}. ${theWorktrees(all)}`);
+  const changes = await uncommitted(worktree);
+  const shown = `${changes.slice(0, 20).join("\n")}${changes.length > 20 ? `\n... and ${changes.length - 20} more` : ""}`;
+  if (changes.length > 0 && !options.force) fail(`the worktree ${name} has uncommitted changes, so it was not removed:\n${shown}\nCommit them (bash with worktree "${name}"), or set force to throw them away`);
+  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root);
+  const said = [`Removed the worktree ${name}${changes.length > 0 ? `, throwing away its uncommitted changes:\n${shown}` : "."}`];
+  // Only the branch this tool made: a worktree switched to another branch leaves that branch alone.
+  if (worktree.branch === `wt/${name}` && !options.keepBranch) said.push(await deleteBranch(root, worktree.branch, options.force === true));
+  else if (worktree.branch) said.push(`The branch ${worktree.branch} is kept.`);
+  const { [name]: task, ...rest } = bindings(root);
+  if (task !== undefined) writeBindings(inside(root, WORKTREES), rest);
+  logEvent(root, { event: "remove", name, ...(task === undefined ? {} : { task }) });
+  return said.join("\n");
+}
+
+/** A branch with commits not merged into the current branch holds work found nowhere else: it is kept unless force. */
+async function deleteBranch(root: string, branch: string, force: boolean): Promise<string> {
+  const unmerged = Number((await git(["rev-list", "--count", `HEAD..${branch}`], root)).trim());
+  if (unmerged > 0 && !force) return `The branch ${branch} is kept: it has ${unmerged} commit(s) not merged into your current branch. Merge it, or delete it with git branch -D ${branch}.`;
+  const commit = (await git(["rev-parse", "--short", branch], root)).trim();
+  await git(["branch", "-D", branch], root);
+  const lost = unmerged > 0 ? `, and with it ${unmerged} commit(s) not merged anywhere (git branch ${branch} ${commit} brings them back while git keeps them)` : " (its commits are in your current branch)";
+  return `Deleted the branch ${branch}, which was at ${commit}${lost}.`;
+}
+// #endregion worktrees
+
+// #region in-worktree
+// s06's bash, read_file, write_file and edit_file read the workspace at each call (workspace()).
+// With `worktree`, the call runs with that worktree as its root (s06's workingRoot, for this call
+// alone: the other agents of this process keep theirs), so the sandbox's rules hold inside it.
+const worktreeParam = { type: "string", description: "The name of a worktree (worktree_list): work inside it; paths are relative to it, and it is the root." };
+
+/** The worktree's folder, by name; an unknown name is refused, naming the worktrees there are. */
+function worktreeRoot(name: string): string {
+  const folder = inside(boardRoot(), WORKTREES);
+  const names = (attempt(() => readdirSync(folder)) ?? []).filter((entry) => existsSync(path.join(folder, entry, ".git"))).sort();
+  if (!names.includes(name)) fail(`there is no worktree ${JSON.stringify(name)}. ${names.length > 0 ? `The worktrees: ${names.slice(0, WORKTREE_LIMITS.worktrees).join(", ")}.` : "There are none (worktree_create makes one)."}`);
+  return inside(boardRoot(), path.join(WORKTREES, checkName(name)));
+}
+
+/** Run `work` with the worktree as the root of every path and command in it, or as it is without one. */
+function inWorktree<T>(params: Params, work: () => T): T {
+  if (params.worktree === undefined) return work();
+  const root = worktreeRoot(String(params.worktree));
+  return workingRoot.run(() => root, work);
+}
+
+/** A core tool with the optional `worktree`: the same tool, its checks, approval and work run inside it. */
+function withWorktree(tool: AgentTool): AgentTool {
+  const where = (params: Params) => (params.worktree === undefined ? "" : `   (in worktree ${params.worktree})`);
+  return defineTool({
+    ...tool,
+    description: `${tool.description} Set worktree to work inside a git worktree.`,
+    parameterSchema: { ...tool.parameterSchema, properties: { ...(tool.parameterSchema.properties as object), worktree: worktreeParam } },
+    getDescription: (params) => `${tool.getDescription(params)}${where(params)}`,
+    changesTheAgent: (params) => inWorktree(params, () => tool.changesTheAgent?.(params) ?? false),
+    // What the person approves names the worktree: "Edit notes.md?" alone would not say which checkout.
+    shouldConfirmExecute: (params, signal) =>
+      inWorktree(params, async () => {
+        const asked = await tool.shouldConfirmExecute(params, signal);
+        return asked && { ...asked, title: `${asked.title}${where(params)}` };
+      }),
+    execute: (params, signal, callId) => inWorktree(params, () => tool.execute(params, signal, callId)), // callId: bash names its saved output after it (s07)
+  });
+}
+// #endregion in-worktree
+
+// #region teammates
+// A teammate's root (s20): the worktree bound to the task it has in_progress, worked out at each
+// read (spawnTeammate runs it in workingRoot with this), so its system prompt and every call of its
+// own name it from the first request after a claim. Its `root` field keeps where it last was.
+function rootOf(mate: Teammate, was: string): string {
+  try {
+    const mine = readBoard(mate.home).filter((task) => task.owner === mate.name && task.status === "in_progress");
+    if (mine.length === 0) return existsSync(was) ? was : mate.home; // between tasks: where it last worked
+    const bound = bindings(mate.home);
+    const name = Object.keys(bound).sort().find((wt) => mine.some((task) => task.id === bound[wt]));
+    const root = name && inside(mate.home, path.join(WORKTREES, name));
+    return root && existsSync(path.join(root, ".git")) ? root : mate.home;
+  } catch {
+    return mate.home; // a board or bindings file edited by hand: the main checkout, as in s19
+  }
+}
+// #endregion teammates
+
+// #region worktree-tools
+const said = (text: string) => ({ llmContent: text, returnDisplay: text });
+const worktreeCreateTool = defineTool({
+  name: "worktree_create",
+  displayName: "WorktreeCreate",
+  kind: "execute", // it runs git, and the repository's hooks with it
+  description:
+    `Create a git worktree: a checkout of its own at .agent/worktrees/<name>, on a new branch wt/<name> from the current commit. ` +
+    `With task_id it is bound to that task: a teammate working on the task works in it. ${WORKTREE_LIMITS.worktrees} at most.`,
+  parameterSchema: {
+    type: "object",
+    properties: { name: { type: "string", description: "Letters, digits, - and _, at most 40, e.g. task-1." }, task_id: { type: "string", description: 'A task on the board, e.g. "1".' } },
+    required: ["name"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${params.name}${params.task_id === undefined ? "" : ` for task ${params.task_id}`}`,
+  shouldConfirmExecute: async (params) => ({
+    title: "Create this worktree?",
+    details: `git worktree add .agent/worktrees/${params.name} -b wt/${params.name}${params.task_id === undefined ? "" : `\n(bound to task ${params.task_id})`}`,
+  }),
+  execute: async (params) => said(await createWorktree(boardRoot(), String(params.name), params.task_id as string | undefined)),
+});
+
+const worktreeListTool = defineTool({
+  name: "worktree_list",
+  displayName: "WorktreeList",
+  kind: "read",
+  description: `Every worktree in .agent/worktrees/: its name, branch, task, and whether it has uncommitted changes (${WORKTREE_LIMITS.worktrees} at most are shown).`,
+  parameterSchema: { type: "object", properties: {}, additionalProperties: false },
+  getDescription: () => ".agent/worktrees/",
+  async execute() {
+    await checkRepository(boardRoot());
+    const all = await listWorktrees(boardRoot());
+    const lines = await Promise.all(
+      all.slice(0, WORKTREE_LIMITS.worktrees).map(async (w) => {
+        const changes = await uncommitted(w);
+        const state = w.missing ? "its folder is missing (git worktree prune forgets it)" : changes.length > 0 ? `${changes.length} uncommitted change(s): ${changes.slice(0, 5).map((c) => c.trim()).join(", ")}${changes.length > 5 ? ", ..." : ""}` : "clean";
+        return `${w.name}  branch ${w.branch ?? "(detached)"}  ${w.task === undefined ? "no task" : `task ${w.task}`}  ${state}`;
+      }),
+    );
+    const more = all.length > WORKTREE_LIMITS.worktrees ? `\n... and ${all.length - WORKTREE_LIMITS.worktrees} more (git worktree list shows them all)` : "";
+    return said(lines.length > 0 ? lines.join("\n") + more : "There are no worktrees (worktree_create makes one).");
+  },
+});
+
+const worktreeRemoveTool = defineTool({
+  name: "worktree_remove",
+  displayName: "WorktreeRemove",
+  kind: "execute",
+  description:
+    "Remove a worktree and its folder. Refused while it has uncommitted changes, unless force. Its branch wt/<name> is deleted unless keep_branch; " +
+    "a branch with commits not merged into the current branch is kept, unless force. The result says what was deleted.",
+  parameterSchema: {
+    type: "object",
+    properties: {
+      name: { type: "string", description: "The worktree's name." },
+      keep_branch: { type: "boolean", description: "Keep the branch wt/<name> (default false)." },
+      force: { type: "boolean", description: "Throw away uncommitted changes and unmerged commits (default false)." },
+    },
+    required: ["name"],
+    additionalProperties: false,
+  },
+  getDescription: (params) => `${params.name}${params.force === true ? " (force)" : ""}${params.keep_branch === true ? " (keep the branch)" : ""}`,
+  shouldConfirmExecute: async (params) => ({
+    title: `Remove the worktree ${params.name}?`,
+    details: `git worktree remove${params.force === true ? " --force" : ""} .agent/worktrees/${params.name}${params.keep_branch === true ? "" : `\ngit branch -D wt/${params.name}${params.force === true ? "" : " (only if merged)"}`}`,
+  }),
+  execute: async (params) => said(await removeWorktree(boardRoot(), String(params.name), { keepBranch: params.keep_branch === true, force: params.force === true })),
+});
+// #endregion worktree-tools
 
 // #region session-log
 /**
@@ -3170,6 +3454,7 @@ type Skill = { name: string; description: string; file: string; instructions: st
  * skipped. Reading never throws: one bad skill must not hide the others, nor stop the agent.
  */
 function readSkills(): { skills: Skill[]; skipped: string[] } {
+  if (workspace() !== process.cwd()) return atHome(readSkills); // s20: the skills the session lists, for a teammate in a worktree too
   const skills: Skill[] = [];
   const skipped: string[] = [];
   let folders: string[] = [];
@@ -3265,7 +3550,7 @@ type Scope = "workspace" | "global";
 
 /** Where a scope's memory is: the file, the name the person and the model read, the folder it must stay in. */
 function memoryPlace(scope: Scope): { file: string; given: string; root: string } {
-  if (scope === "workspace") return { file: safePath(MEMORY_FILE), given: MEMORY_FILE, root: realpathSync(workspace()) };
+  if (scope === "workspace") return atHome(() => ({ file: safePath(MEMORY_FILE), given: MEMORY_FILE, root: realpathSync(workspace()) })); // s20: never a worktree's
   // The person's own file at a fixed place, never a path the model chose; a link is followed.
   const home = realpathSync(os.homedir());
   return { file: followLinks(path.join(home, MEMORY_FILE), GLOBAL_MEMORY), given: GLOBAL_MEMORY, root: home };
@@ -3412,11 +3697,12 @@ function newKnowledgeSession(): void {
 // Every tool of every stage, in the order the stages brought them. The tools found outside
 // (s08) join these when discovery runs, and TOOLS is refilled in place.
 for (const tool of [
-  bashTool, readFileTool, writeFileTool, editFileTool, // s02, s03 (s06's registry entries, s07's paging read_file)
+  ...[bashTool, readFileTool, writeFileTool, editFileTool].map(withWorktree), // s02, s03 (s06's registry entries, s07's paging read_file), each with s20's `worktree`
   grepTool, globTool, lsTool, webFetchTool, askUserTool, // s07's grep; Part I's glob, ls (s03), web_fetch (s04), ask_user (s05)
   todoWriteTool, taskTool, compactTool, loadSkillTool, saveMemoryTool, // s09, s10, s11, s12
   bashOutputTool, killTaskTool, // s18
   taskCreateTool, taskUpdateTool, taskListTool, taskGetTool, spawnTeammateTool, sendMessageTool, readInboxTool, // s19
+  worktreeCreateTool, worktreeListTool, worktreeRemoveTool, // s20
 ]) registry.registerTool(tool);
 /** What the model sees, from the registry; a teammate's requests leave out what isTeammateTool refuses (in `client`). */
 export const TOOLS: Tool[] = registry.getFunctionDeclarations();
@@ -3584,7 +3870,8 @@ export function ruleFor(tool: string, params: Params): { list: List; rule: Rule 
 function subjectsOf(tool: string, params: Params, careful: boolean): string[][] | undefined {
   try {
     if (tool === "bash") return careful ? [...(plainCommands(String(params.command)) ?? []), ...roughCommands(String(params.command))] : plainCommands(String(params.command));
-    if (PATH_TOOLS.has(tool)) return [[path.relative(realpathSync(workspace()), safePath(String(params.path ?? "."))).split(path.sep).join("/")]];
+    // s20: with `worktree`, the path as the sandbox resolves it inside that worktree (its links, not the main checkout's).
+    if (PATH_TOOLS.has(tool)) return [[inWorktree(params, () => path.relative(realpathSync(workspace()), safePath(String(params.path ?? ".")))).split(path.sep).join("/")]];
     if (tool === "web_fetch") return [[new URL(String(params.url)).hostname.toLowerCase().replace(/\.$/, "")]];
   } catch {
     return undefined; // a path the sandbox refuses, a URL that is none: the tool refuses it anyway

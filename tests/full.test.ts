@@ -12,7 +12,7 @@
 // checked here too.)
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
@@ -285,7 +285,7 @@ describe("the capstone's demo", () => {
   it("ends its turn with one line of the turn's tokens and cost, the one its page quotes (s14)", async () => {
     await replayed();
     const lines = printed.filter((line) => line.startsWith("[this turn:"));
-    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 45,504 cache read, 11,219 cache write; $0.0463]"]);
+    expect(lines).toEqual(["[this turn: 0 in, 1,375 out, 52,459 cache read, 12,420 cache write; $0.0500]"]);
     for (const page of ["full.md", "ja/full.md"]) expect(readFileSync(path.join(REPO_ROOT, "docs", page), "utf8"), page).toContain(lines[0]);
   });
 
@@ -1588,5 +1588,117 @@ describe("the capstone's task board and team: teammates run the same loop, with 
     serve(scenarioOf([reply.text("They stopped.")]));
     await full.runTurn(messages);
     expect(textOf(messages[0].content)).toMatch(/alice has stopped: Ctrl-C stopped the team\.[^]*bob has stopped: Ctrl-C stopped the team\./);
+  });
+});
+
+describe("the capstone's worktrees: a checkout per task, the core tools inside one, teammates in their task's, the agent's notes in the main workspace (s20)", () => {
+  const workspace = useWorkspace();
+  usePrinted();
+  quietStdout();
+  const serve = useReplay();
+  const stage20 = full as unknown as Full & { loadSettings(): Promise<string[]>; teamList(): { name: string; state: string }[] };
+  const PERSONAL = () => path.join(os.homedir(), ".agent", "settings.json");
+  const settings = async (permissions: object) => {
+    mkdirSync(path.dirname(PERSONAL()), { recursive: true });
+    writeFileSync(PERSONAL(), JSON.stringify({ permissions }));
+    await stage20.loadSettings();
+  };
+  /** git as the test runs it, reading no one's configuration. */
+  const gitIn = (dir: string, ...args: string[]) =>
+    execFileSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } }).trim();
+  // A repository with one commit, made once and copied into each test's workspace: git init costs more than a copy.
+  let template = "";
+  beforeAll(() => {
+    template = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-full-repo-")));
+    for (const args of [["init", "-q", "--initial-branch=main"], ["config", "user.name", "Test"], ["config", "user.email", "test@example.com"]]) gitIn(template, ...args);
+    writeFileSync(path.join(template, "hello.txt"), "hello\n");
+    mkdirSync(path.join(template, "secrets"));
+    writeFileSync(path.join(template, "secrets", "key.txt"), "sk-secret\n");
+    gitIn(template, "add", "-A");
+    gitIn(template, "commit", "-q", "-m", "start");
+  });
+  afterAll(() => rmSync(template, { recursive: true, force: true }));
+  beforeEach(async () => {
+    cpSync(template, workspace.dir, { recursive: true });
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+    await settings({ allow: ["bash", "write_file", "save_memory", "worktree_create", "worktree_remove"], deny: ["read_file(secrets/**)"] });
+  });
+  afterEach(async () => {
+    rmSync(PERSONAL(), { force: true });
+    await full.prepareReplay({ description: "", prompts: [], replies: [] });
+  });
+  let ids = 0;
+  const run = async (name: string, input: object = {}) => {
+    const result = await full.runTool({ type: "tool_use", id: `toolu_s20_${++ids}`, name, input } as ToolUseBlock);
+    return (result.is_error ? "Error! " : "") + resultText(result);
+  };
+  const wt = (name: string) => path.join(workspace.dir, ".agent", "worktrees", name);
+  const as = (agent: string, message: ReturnType<typeof reply.text>) => ({ ...message, agent });
+
+  it("worktree_create, worktree_list and worktree_remove, with s20's guards: a name checked before git runs, uncommitted changes kept, a folder that is no repository told what to do", async () => {
+    await run("task_create", { subject: "Greet", description: "" });
+    expect(await run("worktree_create", { name: "../x" })).toMatch(/^Error! Error: "\.\.\/x" cannot be a worktree's name/);
+    expect(gitIn(workspace.dir, "branch", "--format=%(refname:short)")).toBe("main");
+    expect(await run("worktree_create", { name: "a", task_id: "1" })).toMatch(/^Created the worktree a at \.agent\/worktrees\/a, on the new branch wt\/a, bound to task 1/);
+    expect(gitIn(wt("a"), "branch", "--show-current")).toBe("wt/a");
+    writeFileSync(path.join(wt("a"), "new.txt"), "x");
+    expect(await run("worktree_list")).toBe("a  branch wt/a  task 1  1 uncommitted change(s): ?? new.txt");
+    expect(await run("worktree_remove", { name: "a" })).toMatch(/^Error! Error: the worktree a has uncommitted changes, so it was not removed:\n\?\? new\.txt/);
+    expect(existsSync(path.join(wt("a"), "new.txt"))).toBe(true);
+    expect(await run("worktree_remove", { name: "a", force: true })).toMatch(/^Removed the worktree a, throwing away its uncommitted changes:\n\?\? new\.txt\nDeleted the branch wt\/a/);
+    rmSync(path.join(workspace.dir, ".git"), { recursive: true });
+    expect(await run("worktree_create", { name: "b" })).toMatch(/is not a git repository, so it can have no worktrees\. Make it one with `git init`/);
+  });
+
+  it("read_file, write_file and bash with worktree work inside it, the main checkout untouched; ../ out of it is refused, and s17's path rules see the path as the sandbox resolves it there", async () => {
+    await run("worktree_create", { name: "a" });
+    expect(await run("write_file", { path: "notes.md", content: "in a\n", worktree: "a" })).toBe("Wrote 5 bytes to notes.md");
+    expect(await run("read_file", { path: "notes.md", worktree: "a" })).toBe("     1\tin a");
+    expect(await run("bash", { command: "pwd; git branch --show-current", worktree: "a" })).toBe(`${wt("a")}\nwt/a\n`);
+    expect(existsSync(path.join(workspace.dir, "notes.md"))).toBe(false);
+    expect(await run("read_file", { path: "../../../hello.txt", worktree: "a" })).toBe(`Error! Error: ../../../hello.txt is outside the workspace (${wt("a")})`);
+    expect(await run("read_file", { path: "x", worktree: "nope" })).toBe('Error! Error: there is no worktree "nope". The worktrees: a.');
+    // A link in the worktree alone: docs/key.txt is secrets/key.txt there, and the deny rule holds.
+    symlinkSync("secrets", path.join(wt("a"), "docs"));
+    expect(await run("read_file", { path: "docs/key.txt", worktree: "a" })).toMatch(/^Error! Not run: the rule deny read_file\(secrets\/\*\*\)/);
+  });
+
+  it("a teammate whose task has a worktree works in it; its large results, memory and skills stay the main workspace's, so the worktree is removed without force", async () => {
+    mkdirSync(path.join(workspace.dir, "skills", "notes"), { recursive: true });
+    writeFileSync(path.join(workspace.dir, "skills", "notes", "SKILL.md"), "---\nname: notes\ndescription: How notes are written here.\n---\n# Notes, the house style\n");
+    await run("task_create", { subject: "In a worktree", description: "" });
+    await run("worktree_create", { name: "w", task_id: "1" });
+    const replay = serve(
+      scenarioOf([
+        as("alice", reply.tools([{ name: "task_update", input: { task_id: "1", status: "in_progress", owner: "alice" } }])),
+        as("alice", reply.tools([
+          { name: "write_file", input: { path: "done.txt", content: "alice" } },
+          { name: "bash", input: { command: "pwd" } },
+          { id: "toolu_alice_big", name: "bash", input: { command: "seq 1 20000" } },
+          { name: "save_memory", input: { fact: "Notes go in done.txt." } },
+          { name: "load_skill", input: { name: "notes" } },
+        ])),
+        as("alice", reply.text("Done.")),
+      ]),
+    );
+    expect(await run("spawn_teammate", { name: "alice", prompt: "Take task 1." })).toContain("When it works on a task that has a worktree, it works in that worktree.");
+    expect(await eventually(() => stage20.teamList().find((mate) => mate.name === "alice")?.state === "idle")).toBe(true);
+    const alices = replay.requests.filter((request) => textOf(request.system).includes("Your name is alice."));
+    expect(textOf(alices[0].system)).toContain(`working in ${workspace.dir}.`); // no task yet: the main checkout
+    expect(textOf(alices[1].system)).toContain(`working in ${wt("w")}.`);
+    expect(alices[0].tools!.map((tool) => (tool as { name: string }).name).filter((name) => name.startsWith("worktree_"))).toEqual([]); // the lead plans the worktrees
+    expect(readFileSync(path.join(wt("w"), "done.txt"), "utf8")).toBe("alice");
+    expect(existsSync(path.join(workspace.dir, "done.txt"))).toBe(false);
+    const results = alices[2].messages.at(-1)!.content as ToolResultBlockParam[];
+    expect(resultText(results[1])).toBe(`${wt("w")}\n`);
+    expect(resultText(results[2])).toContain(".agent/tool-results/toolu_alice_big.txt");
+    expect(resultText(results[4])).toContain("# Notes, the house style");
+    expect(readFileSync(path.join(workspace.dir, ".agent/tool-results/toolu_alice_big.txt"), "utf8")).toMatch(/^1\n2\n[^]*\n20000\n$/);
+    expect(readFileSync(path.join(workspace.dir, ".agent/MEMORY.md"), "utf8")).toContain("- Notes go in done.txt.");
+    expect(existsSync(path.join(wt("w"), ".agent"))).toBe(false);
+    expect(gitIn(wt("w"), "status", "--porcelain")).toBe("?? done.txt");
+    gitIn(wt("w"), "add", "-A");
+    gitIn(wt("w"), "commit", "-q", "-m", "alice's work");
+    expect(await run("worktree_remove", { name: "w" })).toMatch(/^Removed the worktree w\./);
   });
 });
