@@ -402,7 +402,7 @@ export const machineryLink = (id: string, lang: Lang) => `${lang === "ja" ? "/ja
  * The size a stage file may reach, in total lines, comments included (CONVENTIONS.md): a stage
  * reads in one sitting. The tests hold every file to it; the home page shows it.
  */
-const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4840 };
+const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4850 };
 export const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
 
 /** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */

@@ -692,7 +692,10 @@ const killTaskTool = defineTool({
  */
 function safePath(given: string): string {
   if (given.includes("\0")) throw new Error("the path contains a NUL byte");
-  const root = realpathSync(workspace());
+  // s20: a saved result is the main workspace's (atHome), whatever the call's root: a teammate in
+  // a worktree reads it where its preview says.
+  const saved = path.normalize(given).split(path.sep).slice(0, 2).join("/") === ".agent/tool-results";
+  const root = realpathSync(saved ? atHome(workspace) : workspace());
   const full = path.resolve(root, given);
   if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
   // The path as the file system will follow it: a link inside may point anywhere.
@@ -2754,6 +2757,10 @@ function worktreeRoot(name: string): string {
 function inWorktree<T>(params: Params, work: () => T): T {
   if (params.worktree === undefined) return work();
   const root = worktreeRoot(String(params.worktree));
+  // A teammate works in its own task's checkout (its root): another's is another teammate's work.
+  const mate = member();
+  const own = mate && realpathSync(workspace()); // worked out now, from its task (rootOf)
+  if (mate && root !== own) fail(`${mate.name} works in ${path.relative(realpathSync(mate.home), own!) || "the main checkout"}, where its task is: a teammate names no other worktree`);
   return workingRoot.run(() => root, work);
 }
 

@@ -1668,6 +1668,7 @@ describe("the capstone's worktrees: a checkout per task, the core tools inside o
     writeFileSync(path.join(workspace.dir, "skills", "notes", "SKILL.md"), "---\nname: notes\ndescription: How notes are written here.\n---\n# Notes, the house style\n");
     await run("task_create", { subject: "In a worktree", description: "" });
     await run("worktree_create", { name: "w", task_id: "1" });
+    await run("worktree_create", { name: "v" }); // not alice's
     const replay = serve(
       scenarioOf([
         as("alice", reply.tools([{ name: "task_update", input: { task_id: "1", status: "in_progress", owner: "alice" } }])),
@@ -1677,6 +1678,12 @@ describe("the capstone's worktrees: a checkout per task, the core tools inside o
           { id: "toolu_alice_big", name: "bash", input: { command: "seq 1 20000" } },
           { name: "save_memory", input: { fact: "Notes go in done.txt." } },
           { name: "load_skill", input: { name: "notes" } },
+        ])),
+        // The preview names .agent/tool-results/…: read where it says, from inside the worktree.
+        as("alice", reply.tools([
+          { name: "read_file", input: { path: ".agent/tool-results/toolu_alice_big.txt", offset: 19999 } },
+          { name: "read_file", input: { path: "hello.txt", worktree: "w" } },
+          { name: "read_file", input: { path: "hello.txt", worktree: "v" } },
         ])),
         as("alice", reply.text("Done.")),
       ]),
@@ -1694,6 +1701,14 @@ describe("the capstone's worktrees: a checkout per task, the core tools inside o
     expect(resultText(results[2])).toContain(".agent/tool-results/toolu_alice_big.txt");
     expect(resultText(results[4])).toContain("# Notes, the house style");
     expect(readFileSync(path.join(workspace.dir, ".agent/tool-results/toolu_alice_big.txt"), "utf8")).toMatch(/^1\n2\n[^]*\n20000\n$/);
+    const readBack = (alices[3].messages.at(-1)!.content as ToolResultBlockParam[])[0];
+    expect(readBack.is_error, resultText(readBack)).toBeFalsy();
+    expect(resultText(readBack)).toMatch(/\b19999\b[^]*\b20000\b/);
+    // Its own worktree by name is fine; another's is refused: a teammate works where its task is.
+    const [own, other] = (alices[3].messages.at(-1)!.content as ToolResultBlockParam[]).slice(1);
+    expect(resultText(own)).toContain("hello");
+    expect(other.is_error).toBe(true);
+    expect(resultText(other)).toBe("Error: alice works in .agent/worktrees/w, where its task is: a teammate names no other worktree");
     expect(readFileSync(path.join(workspace.dir, ".agent/MEMORY.md"), "utf8")).toContain("- Notes go in done.txt.");
     expect(existsSync(path.join(wt("w"), ".agent"))).toBe(false);
     expect(gitIn(wt("w"), "status", "--porcelain")).toBe("?? done.txt");
