@@ -1,4 +1,4 @@
-// The capstone, agents/s_full.ts: every mechanism of s01 to s19 in one agent. Its demo is
+// The capstone, agents/s_full.ts: every mechanism of s01 to s20 in one agent. Its demo is
 // replayed once, through the real loop and tools, and each mechanism is checked where the
 // demo shows it (a large result kept in a file, a todo reminder inside a tool result, a
 // subagent whose history stays out of the parent, a skill loaded, memory saved, old results
