@@ -320,7 +320,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(`${options.problems.join("; ")}. ${WORDS[options.lang].usage("verify")}`);
     return 1;
   }
-  if (options.all) return verifyAll({ timeLimitMs: options.timeLimitMs ?? GENEROUS_TIME_LIMIT_MS });
+  if (options.all) return verifyAll({ timeLimitMs: options.timeLimitMs ?? GENEROUS_TIME_LIMIT_MS, only: options.stage });
   const { exercise, message } = await findExercise(options.stage, "verify", options.lang);
   if (!exercise) {
     console.log(message);
@@ -345,10 +345,15 @@ export async function main(argv: string[]): Promise<number> {
 // what was taken out; the starter with the stage's code put back passes; the stage file
 // passes; and every starter and solved copy type-checks as a file of workshop/.
 
-export async function verifyAll(options: { timeLimitMs: number }): Promise<number> {
+export async function verifyAll(options: { timeLimitMs: number; only?: string }): Promise<number> {
   const problems: string[] = [];
-  const ids = exerciseIds();
-  for (const stage of existingStages().keys()) {
+  // `npm run verify:all -- s05`: that exercise alone, the three ways and its catalogue (an author's check before CI's whole run).
+  if (options.only !== undefined && !exerciseIds().includes(options.only)) {
+    console.log(`There is no exercise ${options.only}. The exercises: ${exerciseIds().join(", ")}.`);
+    return 1;
+  }
+  const ids = options.only === undefined ? exerciseIds() : [options.only];
+  for (const stage of options.only === undefined ? existingStages().keys() : []) {
     // The capstone has no exercise: it brings no new mechanism of its own.
     if (stage !== CAPSTONE.id && !ids.includes(stage)) problems.push(`stage ${stage} has no exercise: add exercises/${stage}.ts (see exercises/README.md)`);
   }
@@ -401,7 +406,7 @@ export async function verifyAll(options: { timeLimitMs: number }): Promise<numbe
     console.log(`\n${problems.length} problem(s):\n- ${problems.join("\n- ")}`);
     return 1;
   }
-  console.log(`\nEvery exercise: the starter fails each check and names what is missing; the solution passes them all.`);
+  console.log(`\n${ids.length === 1 ? `Exercise ${ids[0]}` : "Every exercise"}: the starter fails each check and names what is missing; the solution passes them all.`);
   return 0;
 }
 

@@ -415,6 +415,12 @@ describe("npm run verify", () => {
     expect(printed.filter((line) => line.includes("(not checked: a check before it did not finish)"))).toHaveLength(exercise.requirements.length - 1);
   }, 60_000);
 
+  it("verify:all takes one exercise by name, and names the exercises when there is none of that name", async () => {
+    expect(parseOptions(["--all", "s05"])).toMatchObject({ all: true, stage: "s05" });
+    expect(await verifyMain(["--all", "s99"])).toBe(1);
+    expect(printed.at(-1)).toMatch(/^There is no exercise s99\. The exercises: s01, s02, .*s20\.$/);
+  });
+
   it("type-checks the copy first: a call to a function that does not exist is the copy's problem, with its place, not a failed requirement", async () => {
     const text = await starter(exercises.get("s02")!);
     const broken = text.replace(/(\n)(  throw new Error\("TODO: safePath\(\))/, "$1  checkPathSomehow(given);$1$2");
