@@ -241,7 +241,7 @@ export const teamList = () => [...team.values()].map(({ name, state }) => ({ nam
 /** A teammate's tools: the core tools, the board's, send_message and read_inbox; not spawn_teammate, nor s18's task tools (its commands run in the foreground). */
 const isTeammateTool = (name: string) => !["spawn_teammate", "bash_output", "kill_task"].includes(name);
 const teammatePrompt = (me: Teammate) =>
-  `You are a teammate on a coding team, working in ${me.root}. Your name is ${me.name}. The team: ${roster().map((name) => (name === me.name ? `${name} (you)` : name === LEAD ? `${name} (who leads it)` : name)).join(", ")}. ` +
+  `You are a teammate on a coding team, working in ${workspace()}. Your name is ${me.name}. The team: ${roster().map((name) => (name === me.name ? `${name} (you)` : name === LEAD ? `${name} (who leads it)` : name)).join(", ")}. ` +
   `read_file to look, edit_file to change one exact place, write_file for new files, bash for the rest. The task board is shared: claim a task by making yourself its owner with task_update, ` +
   `set it completed when it is done, then end your turn with a short report. The harness then gives you your next task, or the messages sent to you; when there is none, you wait. ` +
   `send_message tells a teammate or the lead what they need to know. Edits and commands may need a person's approval; if one is refused, say so.`;
@@ -390,7 +390,8 @@ const sendMessageTool = teamTool(
 const readInboxTool = teamTool("read_inbox", "read", `The messages sent to you that you have not read, ${INBOX_LIMITS.perRead} at most; they are then marked read.`, {}, [], async () => {
   const inbox = readInbox(boardRoot(), me());
   if (member() && inbox.messages.some((message) => message.stop && message.from === LEAD)) member()!.stopAsked = true;
-  if (!member()) (unreadFrom = new Set()), forgetNotice("inbox");
+  if (!member()) unreadFrom = new Set(); // the lead has read its inbox: the notice of new messages is spent
+  if (!member()) forgetNotice("inbox");
   return inboxText(inbox);
 });
 // #endregion team-tools

@@ -265,11 +265,14 @@ function rootOf(mate: Teammate, was: string): string {
   }
 }
 
-/** s19's spawnTeammate, in a context whose root is the teammate's own; its `root` is worked out at each read. */
+/**
+ * s19's spawnTeammate, run where every workspace() of the teammate's own code (its prompt, its
+ * calls) asks rootOf: the worktree of its task, worked out at that moment and kept in `root`.
+ */
 export function spawnInWorktrees(name: string, prompt: string): Teammate {
-  const mate = workingRoot.run(() => member()?.root ?? process.cwd(), () => spawnTeammate(name, prompt));
-  let was = mate.home;
-  Object.defineProperty(mate, "root", { get: () => (was = rootOf(mate, was)), enumerable: true });
+  let mate: Teammate | undefined; // known once spawnTeammate returns, before its first request
+  const itsRoot = () => (mate ? (mate.root = rootOf(mate, mate.root)) : process.cwd());
+  mate = workingRoot.run(itsRoot, () => spawnTeammate(name, prompt));
   return mate;
 }
 

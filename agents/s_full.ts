@@ -693,8 +693,9 @@ const killTaskTool = defineTool({
 function safePath(given: string): string {
   if (given.includes("\0")) throw new Error("the path contains a NUL byte");
   // s20: a saved result is the main workspace's (atHome), whatever the call's root: a teammate in
-  // a worktree reads it where its preview says.
-  const saved = path.normalize(given).split(path.sep).slice(0, 2).join("/") === ".agent/tool-results";
+  // a worktree reads it where its preview says. Only those: the rest of .agent/ (the other
+  // worktrees are in it) stays out of a worktree's reach.
+  const saved = path.normalize(given).startsWith(path.join(".agent", "tool-results") + path.sep);
   const root = realpathSync(saved ? atHome(workspace) : workspace());
   const full = path.resolve(root, given);
   if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
@@ -2594,7 +2595,8 @@ const sendMessageTool = teamTool(
 const readInboxTool = teamTool("read_inbox", "read", `The messages sent to you that you have not read, ${INBOX_LIMITS.perRead} at most; they are then marked read.`, {}, [], async () => {
   const inbox = readInbox(boardRoot(), me());
   if (member() && inbox.messages.some((message) => message.stop && message.from === LEAD)) member()!.stopAsked = true;
-  if (!member()) (unreadFrom = new Set()), forgetNotice("inbox");
+  if (!member()) unreadFrom = new Set(); // the lead has read its inbox: the notice of new messages is spent
+  if (!member()) forgetNotice("inbox");
   return inboxText(inbox);
 });
 // #endregion team-tools
@@ -2938,7 +2940,11 @@ export class SessionLog extends Array<MessageParam> {
     const fd = openSync(path.join(this.#root, this.file!), constants.O_WRONLY | constants.O_NOFOLLOW);
     try {
       // Only a file as this program left it: otherwise the next append starts a new file without it.
-      if (fstatSync(fd).size === this.#size) ftruncateSync(fd, (this.#size -= line)), fsyncSync(fd);
+      if (fstatSync(fd).size === this.#size) {
+        this.#size -= line;
+        ftruncateSync(fd, this.#size);
+        fsyncSync(fd);
+      }
     } finally {
       closeSync(fd);
     }

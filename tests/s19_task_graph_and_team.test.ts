@@ -194,6 +194,15 @@ describe("s19 the inbox", () => {
     expect(await run("read_inbox")).toBe("From alice:\n  three\n(1 damaged line skipped: a write cut short)");
   });
 
+  it("reading the inbox spends the lead's notice of new messages: it does not come again after the read", async () => {
+    const s18 = (await import(stageFile("s18"))) as typeof import("../agents/s18_background_tasks.ts");
+    s18.notify("inbox", "New messages in your inbox, from alice: read_inbox reads them.");
+    stage.appendMessage(ws.dir, "lead", { from: "alice", text: "one" });
+    expect(await run("read_inbox")).toBe("From alice:\n  one");
+    const [next] = s18.withNotices([{ type: "tool_result", tool_use_id: "toolu_next", content: "done" }]);
+    expect(next.content).toBe("done");
+  });
+
   it(`reads at most ${stage.INBOX_LIMITS.perRead} at a time, and says more are waiting`, async () => {
     for (let i = 1; i <= 23; i++) stage.appendMessage(ws.dir, "lead", { from: "alice", text: `m${i}` });
     const first = await run("read_inbox");
