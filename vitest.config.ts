@@ -1,6 +1,10 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { memoryTmpdir } from "./tests/memory-tmpdir.ts";
 import { SlowestFirst } from "./tests/sequencer.ts";
+
+// Temporary folders in memory when the machine has room for them (tests/memory-tmpdir.ts says why).
+const tmpdir = memoryTmpdir();
 
 export default defineConfig({
   test: {
@@ -20,7 +24,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // What a learner's shell holds must not change a test: no key, no provider, no model.
-    env: { ANTHROPIC_API_KEY: "", ANTHROPIC_BASE_URL: "", ANTHROPIC_AUTH_TOKEN: "", MODEL_ID: "", PROVIDER: "", OPENAI_API_KEY: "", OPENAI_BASE_URL: "" },
+    env: {
+      ...(tmpdir ? { TMPDIR: tmpdir } : {}),
+      ANTHROPIC_API_KEY: "", ANTHROPIC_BASE_URL: "", ANTHROPIC_AUTH_TOKEN: "", MODEL_ID: "", PROVIDER: "", OPENAI_API_KEY: "", OPENAI_BASE_URL: "",
+    },
     silent: "passed-only",
   },
 });

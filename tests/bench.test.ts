@@ -4,7 +4,7 @@
 // committed figures have the shape the docs page reads. The bench itself (`npm run bench`)
 // takes minutes and is not run here.
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -17,6 +17,7 @@ import { timeStart } from "../scripts/bench/start.ts";
 import { streams, timeStreaming } from "../scripts/bench/streaming.ts";
 import { generateTree } from "../scripts/bench/tree.ts";
 import { REPO_ROOT } from "./helpers.ts";
+import { memoryTmpdir, ROOM_NEEDED, TMPFS_MAGIC, usableInMemory } from "./memory-tmpdir.ts";
 import { committedDurations, SlowestFirst, slowestFirst } from "./sequencer.ts";
 
 const folders: string[] = [];
@@ -256,6 +257,23 @@ describe("the order of the test files (tests/sequencer.ts)", () => {
 
   it("is the order npm test uses", () => {
     expect(config.test?.sequence?.sequencer).toBe(SlowestFirst);
+  });
+});
+
+describe("where the tests make their temporary folders (tests/memory-tmpdir.ts)", () => {
+  it("in memory when the machine has a usable tmpfs, and the tests' os.tmpdir() is that folder", () => {
+    const chosen = memoryTmpdir();
+    expect(config.test?.env?.TMPDIR).toBe(chosen);
+    if (chosen === undefined) return; // no usable tmpfs here: the system's folder, as before
+    expect(os.tmpdir()).toBe(chosen);
+    const stats = statfsSync(chosen);
+    expect(stats.type).toBe(TMPFS_MAGIC);
+    expect(stats.bavail * stats.bsize).toBeGreaterThanOrEqual(ROOM_NEEDED);
+  });
+
+  it("passes over a folder on a disk, and one that does not exist", () => {
+    expect(usableInMemory(path.join(folder(), "missing"))).toBe(false);
+    if (statfsSync(REPO_ROOT).type !== TMPFS_MAGIC) expect(usableInMemory(REPO_ROOT)).toBe(false);
   });
 });
 

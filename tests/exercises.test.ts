@@ -474,9 +474,19 @@ describe("checks run in this process", () => {
       ...exercises.get("s01")!,
       requirements: [requirement("waits", () => new Promise<void>(() => {})), requirement("next", async () => void (ranAfter = true)), requirement("last", async () => {})],
     };
-    const results = await runChecks(exercise, (await import(stageFileOf(exercise))) as StageModule, { timeLimitMs: 200 });
-    expect(results.map((result) => result.status)).toEqual(["timed-out", "not-run", "not-run"]);
-    expect(ranAfter).toBe(false);
+    // The abandoned check keeps the console, the working directory and its folder, as
+    // runChecks says: this test takes them back, and gives the check a folder of the test's.
+    const [console_, cwd] = [{ ...console }, process.cwd()];
+    vi.stubEnv("WORKBOOK_CHECKS_FOLDER", root);
+    try {
+      const results = await runChecks(exercise, (await import(stageFileOf(exercise))) as StageModule, { timeLimitMs: 200 });
+      expect(results.map((result) => result.status)).toEqual(["timed-out", "not-run", "not-run"]);
+      expect(ranAfter).toBe(false);
+    } finally {
+      Object.assign(console, console_);
+      process.chdir(cwd);
+      vi.unstubAllEnvs();
+    }
   });
 });
 

@@ -329,6 +329,7 @@ describe("record mode", () => {
     expect(scenario.replies[1].content[0].text).toContain("[redacted]");
 
     vi.unstubAllEnvs();
+    vi.stubEnv("TMPDIR", workspace.dir); // the replay's own folder, kept after it ends
     const replayed = await runMain(s01, ["--replay", file]);
     expect(replayed.code, replayed.output).toBe(0);
     expect(replayed.output).toContain("s01 >> say something");
@@ -383,11 +384,13 @@ describe("record mode", () => {
 });
 
 describe("a replay that does not match the recording", () => {
-  useWorkspace();
+  const workspace = useWorkspace();
   usePrinted();
   useReplay();
+  afterEach(() => vi.unstubAllEnvs());
 
   it("fails with the reason when the loop never asks for the recorded replies", async () => {
+    vi.stubEnv("TMPDIR", workspace.dir); // the replay's own folder, kept after it ends
     vi.spyOn(process.stdout, "write").mockImplementation(() => true);
     const brokenLoop = async () => {}; // a learner's loop that forgot to call the model
     const printed: string[] = [];
