@@ -21,7 +21,7 @@ import { http } from "msw/core/http";
 import { setupServer } from "msw/node";
 import type { Message, MessageCreateParams, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { CAPSTONE } from "../.vitepress/curriculum.ts";
-import { regionsOf } from "../.vitepress/source.ts";
+import { regionsOf } from "../lib/course/regions.ts";
 import { cacheShare, promptCache } from "../lib/course/cache.ts";
 import { apiProblem, eventStream, replayHandlers } from "../lib/course/replay.ts";
 import { loadScenario } from "../lib/course/scenario.ts";
