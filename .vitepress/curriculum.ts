@@ -402,8 +402,17 @@ export const machineryLink = (id: string, lang: Lang) => `${lang === "ja" ? "/ja
  * The size a stage file may reach, in total lines, comments included (CONVENTIONS.md): a stage
  * reads in one sitting. The tests hold every file to it; the home page shows it.
  */
-const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 4850 };
+const SIZE_TARGETS: Record<string, number> = { s01: 180, s02: 330, s03: 520, s04: 720, s05: 800, s06: 600, s07: 700, s08: 720, full: 2600 };
 export const sizeTarget = (id: string) => SIZE_TARGETS[id] ?? 560;
+
+/**
+ * A file over its target, held at the size it has, so it cannot grow while that is open; the
+ * home page shows it as over. The capstone carries every mechanism of s01 to s20 (issues 25 and
+ * 26 let it grow), and is 4,848 lines against CONVENTIONS.md's 2,600. Meeting the target means
+ * changing how the capstone is built (for instance taking the stages' mechanisms from the
+ * stages, as s07 to s18 take s06's tools), not trimming it.
+ */
+export const OVER_TARGET: Record<string, number> = { full: 4848 };
 
 /** Every page that is a stage's, in reading order: s01 ... s12, then the capstone. */
 export const PAGE_STAGES: Stage[] = [...STAGES, CAPSTONE];

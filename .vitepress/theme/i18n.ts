@@ -57,7 +57,7 @@ export const UI = {
     sizes: {
       stage: "stage",
       lines: "lines in the file (target)",
-      ofTarget: (lines: number, target: number) => `${lines} (≤ ${target.toLocaleString("en-US")})`,
+      ofTarget: (lines: number, target: number) => (lines > target ? `${lines} (over its ${target.toLocaleString("en-US")}: open)` : `${lines} (≤ ${target.toLocaleString("en-US")})`),
       loc: "lines of code",
       fresh: "new or changed",
       parent: "built from",
@@ -117,7 +117,7 @@ export const UI = {
     sizes: {
       stage: "ステージ",
       lines: "ファイルの行数(目標)",
-      ofTarget: (lines: number, target: number) => `${lines}(${target.toLocaleString("en-US")} 以下)`,
+      ofTarget: (lines: number, target: number) => (lines > target ? `${lines}(目標 ${target.toLocaleString("en-US")} を超過。未解決)` : `${lines}(${target.toLocaleString("en-US")} 以下)`),
       loc: "コードの行数",
       fresh: "新規・変更",
       parent: "親",
