@@ -1,11 +1,12 @@
 // What every stage file promises: the header teaches, the exports are there, and importing a
 // stage never starts its program. (That the loop is the same text in every stage is one of
 // the docs checks, tests/docs.test.ts, beside the other region checks.)
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
+import { capstoneSize } from "../.vitepress/capstone-size.ts";
 import { OVER_TARGET, PAGE_STAGES, sizeTarget } from "../.vitepress/curriculum.ts";
 import { regionsOf } from "../lib/course/regions.ts";
 import { REPO_ROOT, stageIdOf } from "../lib/course/stages.ts";
@@ -73,6 +74,48 @@ describe("every stage reads in one sitting", () => {
     if (held === undefined) return void expect(lines).toBeLessThanOrEqual(sizeTarget(id));
     expect(lines, `${id} is over its target of ${sizeTarget(id)}: it may not grow past ${held}`).toBeLessThanOrEqual(held);
     expect(lines, `${id} is within its target now: take it out of OVER_TARGET`).toBeGreaterThan(sizeTarget(id));
+  });
+
+  it("says why, on its page in both languages, where a file is over its target", () => {
+    for (const id of Object.keys(OVER_TARGET)) {
+      for (const page of [`${id}.md`, `ja/${id}.md`]) {
+        const section = readFileSync(path.join(REPO_ROOT, "docs", page), "utf8").split(/^###? .*\{#size\}$/m)[1]?.split(/^##? /m)[0];
+        expect(section, `docs/${page} has no "### … {#size}" section`).toBeDefined();
+        expect(section).toContain("<CapstoneSize />"); // the figures, counted from the file
+      }
+    }
+  });
+
+  it("counts where the capstone's lines come from: each line once, under the part where its region first appears", () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "workbook-capstone-size-"));
+    try {
+      mkdirSync(path.join(root, "agents"));
+      const region = (name: string, ...body: string[]) => [`// #region ${name}`, ...body, `// #endregion ${name}`];
+      const file = (name: string, ...lines: string[][]) => writeFileSync(path.join(root, "agents", name), `${lines.flat().join("\n")}\n`);
+      file("s01_agent_loop.ts", ["// s01"], region("agent-loop", "while (true) {}"), region("config", "const a = 1;"));
+      file("s13_streaming.ts", region("stream", "stream();"));
+      file("s_full.ts", ["/** the header */", 'import x from "y";'], region("config", "const a = 2;", "const b = 3;"), region("agent-loop", "while (true) {}"),
+        region("stream", "// #region inner", "stream();", "// #endregion inner"), region("part-one", "glob();"));
+      const size = capstoneSize(root);
+      expect(size.lines).toBe(17);
+      expect(size.outside).toBe(2);
+      expect(size.shares).toEqual([
+        { origin: 1, regions: ["config", "agent-loop"], lines: 7, sameLines: 3 }, // config changed; the loop word for word s01's
+        { origin: 4, regions: ["stream"], lines: 5, sameLines: 0 }, // a region nested in it counts once, as its lines
+        { origin: "capstone", regions: ["part-one"], lines: 3, sameLines: 0 },
+      ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("counts the real capstone's lines, every one once", () => {
+    const size = capstoneSize(REPO_ROOT);
+    expect(size.lines).toBe(readFileSync(path.join(REPO_ROOT, "agents", "s_full.ts"), "utf8").split("\n").length - 1);
+    expect(size.shares.reduce((sum, share) => sum + share.lines, 0) + size.outside).toBe(size.lines);
+    const shareOf = (region: string) => size.shares.find((share) => share.regions.includes(region))?.origin;
+    expect([shareOf("run-tool"), shareOf("registry"), shareOf("subagent"), shareOf("stream"), shareOf("board"), shareOf("part-one")]).toEqual([1, 2, 3, 4, 5, "capstone"]);
+    expect(size.held).toBe(OVER_TARGET.full ?? null);
   });
 
   // From s02 on: after the header and config, the stage's own mechanism comes before what it carries.

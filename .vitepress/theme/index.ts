@@ -1,6 +1,7 @@
 import { h } from "vue";
 import DefaultTheme from "vitepress/theme";
 import type { Theme } from "vitepress";
+import CapstoneSize from "./CapstoneSize.vue";
 import ComparedWith from "./ComparedWith.vue";
 import CurriculumList from "./CurriculumList.vue";
 import GetTheCode from "./GetTheCode.vue";
@@ -38,6 +39,7 @@ export default {
     app.component("SessionView", SessionView);
     app.component("RegionDiff", RegionDiff);
     app.component("ComparedWith", ComparedWith);
+    app.component("CapstoneSize", CapstoneSize);
     app.component("StageSizes", StageSizes);
     app.component("GetTheCode", GetTheCode);
     app.component("MachineryList", MachineryList);

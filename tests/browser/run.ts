@@ -26,7 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { load } from "cheerio";
 import { chromium, type Page } from "playwright-core";
-import { PAGE_STAGES, nextStage } from "../../.vitepress/curriculum.ts";
+import { OVER_TARGET, PAGE_STAGES, nextStage } from "../../.vitepress/curriculum.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const DIST = path.join(ROOT, ".vitepress", "dist");
@@ -365,6 +365,16 @@ async function main(): Promise<number> {
         assert(actions >= 2, `the hero has ${actions} buttons`);
         const sizes = await page.locator("table.stage-sizes tbody tr").count();
         assert(sizes === PAGE_STAGES.length, `the sizes table has ${sizes} rows, not ${PAGE_STAGES.length}`);
+        // A file over its size target links to the reasons on its page, which counts them from the file.
+        for (const [id, held] of Object.entries(OVER_TARGET)) {
+          const why = page.locator(`table.stage-sizes tr[data-stage="${id}"] a[href$="#size"]`);
+          assert((await why.count()) === 1, `${id}'s row, over its target, does not link to its page's reasons`);
+          await open((await why.getAttribute("href"))!);
+          assert((await page.locator("h2#size, h3#size").count()) === 1, `${id}'s page has no "#size" section`);
+          const total = await page.locator('table.capstone-size tr[data-origin="total"] td:nth-child(3)').innerText();
+          const lines = readFileSync(path.join(ROOT, "agents", PAGE_STAGES.find((stage) => stage.id === id)!.file), "utf8").split("\n").length - 1;
+          assert(total === lines.toLocaleString("en-US") && lines <= held, `${id}'s size table counts ${total} lines; the file has ${lines}`);
+        }
       });
 
       await check(`${l.label} stage page s02 shows its header and the stage's code`, page, async () => {
