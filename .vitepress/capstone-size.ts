@@ -35,7 +35,8 @@ const END = /^\/\/ #endregion ([\w-]+)$/;
 /** Each top-level region's name and its lines, markers included; what is outside them, counted apart. */
 function topLevelRegions(lines: string[]): { sizes: Map<string, number>; outside: number } {
   const sizes = new Map<string, number>();
-  let [open, outside] = [null as string | null, 0];
+  let open: string | null = null; // the region the line is in
+  let outside = 0;
   for (const line of lines) {
     if (open === null) {
       open = REGION.exec(line)?.[1] ?? null;

@@ -29,7 +29,7 @@
  *   npx tsx agents/s20_worktrees.ts       (no key: replays the recorded demo)
  *   npx tsx agents/s20_worktrees.ts --approval-mode auto-edit
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ContentBlock, Message, MessageParam, ToolResultBlockParam, ToolUseBlock } from "@anthropic-ai/sdk/resources/messages";
 import { writeAtomically } from "../lib/machinery/atomic-write.ts";
@@ -78,13 +78,13 @@ export function checkName(name: string): string {
 
 /**
  * git with an argument list: runCommand passes them as "$@" (lib/machinery/processes.ts), so no
- * name is ever read as shell code. It has a time limit that ends git and all it started (a hook
- * of the repository's runs with git), and runs without the agent's keys. When it fails, git's
- * own words are passed on, whole up to gitOutputChars (both ends kept).
+ * name is ever read as shell code. A time limit, or Ctrl-C (`signal`), ends git and all it started
+ * (a hook of the repository's runs with git); it runs without the agent's keys. When it fails,
+ * git's own words are passed on, whole up to gitOutputChars (both ends kept).
  */
-export async function git(args: string[], cwd: string): Promise<string> {
+export async function git(args: string[], cwd: string, signal?: AbortSignal): Promise<string> {
   const [output, errors] = [new HeadAndTail(1_000_000), new HeadAndTail(WORKTREE_LIMITS.gitOutputChars)];
-  const code = await runCommand("git", { cwd, args, output, errors, timeoutMs: WORKTREE_LIMITS.gitTimeoutMs }).catch((error: Error) => fail(`git ${args.join(" ")}: ${error.message}`));
+  const code = await runCommand("git", { cwd, args, output, errors, timeoutMs: WORKTREE_LIMITS.gitTimeoutMs, signal }).catch((error: Error) => fail(`git ${args.join(" ")}: ${error.message}`));
   if (code !== 0) fail(`git ${args.join(" ")} failed (exit code ${code ?? "killed"}):\n${clip(`${errors.text()}${output.text()}`.trim(), WORKTREE_LIMITS.gitOutputChars)}`);
   return output.text();
 }
@@ -93,6 +93,7 @@ export async function git(args: string[], cwd: string): Promise<string> {
 async function checkRepository(root: string): Promise<void> {
   const head = await git(["rev-parse", "--verify", "--quiet", "HEAD"], root).catch((error: Error) => error);
   if (!(head instanceof Error)) return;
+  if (head.message.includes("(exit code 127)")) fail(`git could not be run: is it installed, and on PATH?\n${head.message}`);
   const isRepo = !((await git(["rev-parse", "--git-dir"], root).catch((error: Error) => error)) instanceof Error);
   if (isRepo) fail(`the repository at ${root} has no commit yet, and a worktree starts from one: commit first (git add -A && git commit -m start)`);
   fail(`${root} is not a git repository, so it can have no worktrees. Make it one with \`git init\`, then commit once (git add -A && git commit -m start), and try again.\n${head.message}`);
@@ -106,10 +107,13 @@ function inside(root: string, relative: string): string {
   return real;
 }
 
-/** .agent/worktrees, created if missing; only ever inside the workspace. */
+/** .agent/worktrees, created if missing, only ever inside the workspace; its .gitignore of `*`
+ * keeps the worktrees out of the main checkout's `git add -A`. */
 function worktreesFolder(root: string): string {
-  mkdirSync(inside(root, WORKTREES), { recursive: true });
-  return inside(root, WORKTREES); // again, now that it exists: a link made meanwhile is refused too
+  const folder = inside(root, WORKTREES);
+  mkdirSync(folder, { recursive: true });
+  if (!existsSync(path.join(folder, ".gitignore"))) writeFileSync(path.join(folder, ".gitignore"), "*\n");
+  return folder;
 }
 
 /** Which task each worktree is bound to (name -> task id), in .agent/worktrees/bindings.json. */
@@ -153,18 +157,23 @@ export async function uncommitted(worktree: Worktree): Promise<string[]> {
 }
 const theWorktrees = (all: Worktree[]) => (all.length > 0 ? `The worktrees: ${all.map((w) => w.name).join(", ")}.` : "There are no worktrees (worktree_create makes one).");
 
-export async function createWorktree(root: string, name: string, taskId?: string): Promise<string> {
+export async function createWorktree(root: string, name: string, taskId?: string, signal?: AbortSignal): Promise<string> {
   checkName(name);
   if (taskId !== undefined) taskIn(readBoard(root), taskId); // the task must be on the board
   await checkRepository(root);
   const folder = worktreesFolder(root);
   const all = await listWorktrees(root);
-  if (all.some((w) => w.name.toLowerCase() === name.toLowerCase()) || existsSync(path.join(folder, name))) fail(`a worktree named ${name} exists already. ${theWorktrees(all)}`);
+  if (all.some((w) => w.name.toLowerCase() === name.toLowerCase()) || existsSync(path.join(folder, name))) fail(`the name ${name} is taken: a worktree or a folder in .agent/worktrees/ has it (in some letter case). ${theWorktrees(all)}`);
   if (all.length >= WORKTREE_LIMITS.worktrees) fail(`there are ${all.length} worktrees, the most this agent keeps: remove one first (worktree_remove). ${theWorktrees(all)}`);
   const bound = bindings(root);
   const taken = Object.keys(bound).find((other) => bound[other] === taskId);
   if (taskId !== undefined && taken) fail(`task ${taskId} has the worktree ${taken} already`);
-  await git(["worktree", "add", path.join(WORKTREES, name), "-b", `wt/${name}`], root);
+  await git(["worktree", "add", path.join(WORKTREES, name), "-b", `wt/${name}`], root, signal).catch(async (error: Error) => {
+    // Stopped half-way (Ctrl-C, the time limit, a failed hook): take back what git made, so nothing
+    // is left unlogged. Its branch is new: git refuses -b for a branch that exists.
+    if ((await listWorktrees(root)).some((w) => w.name === name)) await git(["worktree", "remove", "--force", path.join(WORKTREES, name)], root).then(() => git(["branch", "-D", `wt/${name}`], root)).catch(() => "");
+    throw error;
+  });
   logEvent(root, { event: "create", name, branch: `wt/${name}` });
   if (taskId !== undefined) writeBindings(folder, { ...bound, [name]: taskId });
   if (taskId !== undefined) logEvent(root, { event: "bind", name, task: taskId });
@@ -172,15 +181,17 @@ export async function createWorktree(root: string, name: string, taskId?: string
   return `Created the worktree ${name} at .agent/worktrees/${name}, on the new branch wt/${name}${task}. Set worktree: "${name}" on bash, read_file, write_file or edit_file to work in it.`;
 }
 
-export async function removeWorktree(root: string, name: string, options: { keepBranch?: boolean; force?: boolean } = {}): Promise<string> {
+export async function removeWorktree(root: string, name: string, options: { keepBranch?: boolean; force?: boolean; signal?: AbortSignal } = {}): Promise<string> {
   checkName(name);
   await checkRepository(root);
   const all = await listWorktrees(root);
   const worktree = all.find((w) => w.name === name) ?? fail(`there is no worktree ${JSON.stringify(name)}. ${theWorktrees(all)}`);
+  const busy = readBoard(root).find((task) => task.id === worktree.task && task.status === "in_progress"); // its teammate works in it
+  if (busy && !options.force) fail(`the worktree ${name} is task ${busy.id}'s, which ${busy.owner ?? "nobody"} has in_progress: removed, that work would go on in the main checkout. Remove it once the task is completed, or set force`);
   const changes = await uncommitted(worktree);
   const shown = `${changes.slice(0, 20).join("\n")}${changes.length > 20 ? `\n... and ${changes.length - 20} more` : ""}`;
   if (changes.length > 0 && !options.force) fail(`the worktree ${name} has uncommitted changes, so it was not removed:\n${shown}\nCommit them (bash with worktree "${name}"), or set force to throw them away`);
-  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root);
+  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root, options.signal);
   const said = [`Removed the worktree ${name}${changes.length > 0 ? `, throwing away its uncommitted changes:\n${shown}` : "."}`];
   // Only the branch this tool made: a worktree switched to another branch leaves that branch alone.
   if (worktree.branch === `wt/${name}` && !options.keepBranch) said.push(await deleteBranch(root, worktree.branch, options.force === true));
@@ -200,11 +211,12 @@ async function deleteBranch(root: string, branch: string, force: boolean): Promi
   const lost = unmerged > 0 ? `, and with it ${unmerged} commit(s) not merged anywhere (git branch ${branch} ${commit} brings them back while git keeps them)` : " (its commits are in your current branch)";
   return `Deleted the branch ${branch}, which was at ${commit}${lost}.`;
 }
+// #endregion worktrees
+
 /** What `work` returns, or undefined when it throws. */
 const attempt = <T>(work: () => T): T | undefined => { try { return work(); } catch { return undefined; } }; // prettier-ignore
 /** An error for the model, from inside an expression. */
 const fail = (message: string): never => { throw new Error(message); }; // prettier-ignore
-// #endregion worktrees
 
 // #region in-worktree
 // s06's bash, read_file, write_file and edit_file read the workspace at each call (workspace()).
@@ -303,11 +315,12 @@ const worktreeCreateTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => `${params.name}${params.task_id === undefined ? "" : ` for task ${params.task_id}`}`,
+  // A name that will be refused is refused before the person is asked about it.
   shouldConfirmExecute: async (params) => ({
-    title: "Create this worktree?",
+    title: `Create the worktree ${checkName(String(params.name))}?`,
     details: `git worktree add .agent/worktrees/${params.name} -b wt/${params.name}${params.task_id === undefined ? "" : `\n(bound to task ${params.task_id})`}`,
   }),
-  execute: async (params) => said(await createWorktree(boardRoot(), String(params.name), params.task_id as string | undefined)),
+  execute: async (params, signal) => said(await createWorktree(boardRoot(), String(params.name), params.task_id as string | undefined, signal)),
 });
 
 const worktreeListTool = defineTool({
@@ -351,10 +364,10 @@ const worktreeRemoveTool = defineTool({
   },
   getDescription: (params) => `${params.name}${params.force === true ? " (force)" : ""}${params.keep_branch === true ? " (keep the branch)" : ""}`,
   shouldConfirmExecute: async (params) => ({
-    title: `Remove the worktree ${params.name}?`,
+    title: `Remove the worktree ${checkName(String(params.name))}?`,
     details: `git worktree remove${params.force === true ? " --force" : ""} .agent/worktrees/${params.name}${params.keep_branch === true ? "" : `\ngit branch -D wt/${params.name}${params.force === true ? "" : " (only if merged)"}`}`,
   }),
-  execute: async (params) => said(await removeWorktree(boardRoot(), String(params.name), { keepBranch: params.keep_branch === true, force: params.force === true })),
+  execute: async (params, signal) => said(await removeWorktree(boardRoot(), String(params.name), { keepBranch: params.keep_branch === true, force: params.force === true, signal })),
 });
 // #endregion worktree-tools
 

@@ -110,24 +110,17 @@ const OPENAI_API_KEY = process.env.OPENAI_API_KEY || undefined;
 const OPENAI_BASE_URL = process.env.OPENAI_BASE_URL || "https://api.openai.com/v1";
 const MAX_OUTPUT = 30_000; // characters of a command's stderr kept for its error
 const BASE_URL = process.env.ANTHROPIC_BASE_URL || undefined;
-// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads the
-// SDK at the first request, so the program starts at once), which also gives a streamed
-// reply's events as they arrive (s13). With no key the program replays a recorded demo, and
-// the placeholder key it then uses is never sent anywhere. The loop's `client` (region
-// `client`, s11) hands its requests to `provider` after compacting what they carry; a subagent
-// (s10) calls the same `client`, so its own conversation is kept and compacted the same way, and
-// so does a teammate (s19), whose requests offer only its tools and carry its stop signal.
-// With PROVIDER=openai, `provider` is s15's adapter (viaChatCompletions, region `client`),
-// which has create() and no events: Chat Completions is not streamed here, so with it every
-// reply comes whole, the parent's too (region `client`). Only the Anthropic connection streams.
+// The official SDK's client for any Anthropic-compatible API (lib/runtime/model.ts loads it at the
+// first request), which also gives a streamed reply's events (s13); with no key a demo replays.
+// The loop's `client` (s11) compacts a request, then hands it to `provider`: the parent's, a
+// subagent's (s10) and a teammate's (s19). With PROVIDER=openai, `provider` is s15's adapter
+// (viaChatCompletions, region `client`), which has no stream: every reply then comes whole.
 const anthropic = modelClient({ apiKey: API_KEY, authToken: AUTH_TOKEN, baseURL: BASE_URL });
 const provider: ModelClient = PROVIDER === "openai" ? { messages: { create: viaChatCompletions } } : anthropic;
-// The workspace is the directory the program runs in. It is read at each call rather than
-// stored, so the offline replay and the tests run this same code in a temporary folder; the
-// system prompt is written at each request for the same reason. It is every stage's sentences
-// in turn, and ends with the skills and the memory, read once per session (region `knowledge`).
-// s20 gives a call a git worktree as its root (agents share one process: no chdir). The store is
-// a function: a teammate's root changes as it takes tasks (region `teammates`).
+// The workspace is the directory the program runs in, read at each call (the replay and the tests
+// run this code in a temporary folder), as is the system prompt: every stage's sentences, then the
+// skills and the memory (region `knowledge`). s20 gives a call a git worktree as its root (one
+// process: no chdir); the store is a function, as a teammate's root changes with its task.
 const workingRoot = new AsyncLocalStorage<() => string>();
 const workspace = () => workingRoot.getStore()?.() ?? process.cwd();
 // The agent's own notes (.agent/: tool results, memory, skills, settings, sessions, the board) are
@@ -692,17 +685,19 @@ const killTaskTool = defineTool({
  */
 function safePath(given: string): string {
   if (given.includes("\0")) throw new Error("the path contains a NUL byte");
-  // s20: a saved result is the main workspace's (atHome), whatever the call's root: a teammate in
-  // a worktree reads it where its preview says. Only those: the rest of .agent/ (the other
-  // worktrees are in it) stays out of a worktree's reach.
-  const saved = path.normalize(given).startsWith(path.join(".agent", "tool-results") + path.sep);
-  const root = realpathSync(saved ? atHome(workspace) : workspace());
+  const root = rootFor(given);
   const full = path.resolve(root, given);
   if (!isInside(root, full)) throw new Error(`${given} is outside the workspace (${root})`);
   // The path as the file system will follow it: a link inside may point anywhere.
   const real = followLinks(full, given);
   if (!isInside(root, real)) throw new Error(`${given} leads outside the workspace through a symlink`);
   return real;
+}
+
+/** The root a path resolves from: the call's, but a saved result's is the main workspace's (s20, atHome): a
+ * teammate in a worktree reads it where its preview says, the rest of .agent/ stays out of reach. Rules ask it too. */
+function rootFor(given: string): string {
+  return realpathSync(path.normalize(given).startsWith(path.join(".agent", "tool-results") + path.sep) ? atHome(workspace) : workspace());
 }
 
 function isInside(root: string, target: string): boolean {
@@ -2617,13 +2612,13 @@ export function checkName(name: string): string {
 
 /**
  * git with an argument list: runCommand passes them as "$@" (lib/machinery/processes.ts), so no
- * name is ever read as shell code. It has a time limit that ends git and all it started (a hook
- * of the repository's runs with git), and runs without the agent's keys. When it fails, git's
- * own words are passed on, whole up to gitOutputChars (both ends kept).
+ * name is ever read as shell code. A time limit, or Ctrl-C (`signal`), ends git and all it started
+ * (a hook of the repository's runs with git); it runs without the agent's keys. When it fails,
+ * git's own words are passed on, whole up to gitOutputChars (both ends kept).
  */
-export async function git(args: string[], cwd: string): Promise<string> {
+export async function git(args: string[], cwd: string, signal?: AbortSignal): Promise<string> {
   const [output, errors] = [new HeadAndTail(1_000_000), new HeadAndTail(WORKTREE_LIMITS.gitOutputChars)];
-  const code = await runCommand("git", { cwd, args, output, errors, timeoutMs: WORKTREE_LIMITS.gitTimeoutMs }).catch((error: Error) => fail(`git ${args.join(" ")}: ${error.message}`));
+  const code = await runCommand("git", { cwd, args, output, errors, timeoutMs: WORKTREE_LIMITS.gitTimeoutMs, signal }).catch((error: Error) => fail(`git ${args.join(" ")}: ${error.message}`));
   if (code !== 0) fail(`git ${args.join(" ")} failed (exit code ${code ?? "killed"}):\n${clip(`${errors.text()}${output.text()}`.trim(), WORKTREE_LIMITS.gitOutputChars)}`);
   return output.text();
 }
@@ -2632,6 +2627,7 @@ export async function git(args: string[], cwd: string): Promise<string> {
 async function checkRepository(root: string): Promise<void> {
   const head = await git(["rev-parse", "--verify", "--quiet", "HEAD"], root).catch((error: Error) => error);
   if (!(head instanceof Error)) return;
+  if (head.message.includes("(exit code 127)")) fail(`git could not be run: is it installed, and on PATH?\n${head.message}`);
   const isRepo = !((await git(["rev-parse", "--git-dir"], root).catch((error: Error) => error)) instanceof Error);
   if (isRepo) fail(`the repository at ${root} has no commit yet, and a worktree starts from one: commit first (git add -A && git commit -m start)`);
   fail(`${root} is not a git repository, so it can have no worktrees. Make it one with \`git init\`, then commit once (git add -A && git commit -m start), and try again.\n${head.message}`);
@@ -2645,10 +2641,13 @@ function inside(root: string, relative: string): string {
   return real;
 }
 
-/** .agent/worktrees, created if missing; only ever inside the workspace. */
+/** .agent/worktrees, created if missing, only ever inside the workspace; its .gitignore of `*`
+ * keeps the worktrees out of the main checkout's `git add -A`. */
 function worktreesFolder(root: string): string {
-  mkdirSync(inside(root, WORKTREES), { recursive: true });
-  return inside(root, WORKTREES); // again, now that it exists: a link made meanwhile is refused too
+  const folder = inside(root, WORKTREES);
+  mkdirSync(folder, { recursive: true });
+  if (!existsSync(path.join(folder, ".gitignore"))) writeFileSync(path.join(folder, ".gitignore"), "*\n");
+  return folder;
 }
 
 /** Which task each worktree is bound to (name -> task id), in .agent/worktrees/bindings.json. */
@@ -2692,18 +2691,23 @@ export async function uncommitted(worktree: Worktree): Promise<string[]> {
 }
 const theWorktrees = (all: Worktree[]) => (all.length > 0 ? `The worktrees: ${all.map((w) => w.name).join(", ")}.` : "There are no worktrees (worktree_create makes one).");
 
-export async function createWorktree(root: string, name: string, taskId?: string): Promise<string> {
+export async function createWorktree(root: string, name: string, taskId?: string, signal?: AbortSignal): Promise<string> {
   checkName(name);
   if (taskId !== undefined) taskIn(readBoard(root), taskId); // the task must be on the board
   await checkRepository(root);
   const folder = worktreesFolder(root);
   const all = await listWorktrees(root);
-  if (all.some((w) => w.name.toLowerCase() === name.toLowerCase()) || existsSync(path.join(folder, name))) fail(`a worktree named ${name} exists already. ${theWorktrees(all)}`);
+  if (all.some((w) => w.name.toLowerCase() === name.toLowerCase()) || existsSync(path.join(folder, name))) fail(`the name ${name} is taken: a worktree or a folder in .agent/worktrees/ has it (in some letter case). ${theWorktrees(all)}`);
   if (all.length >= WORKTREE_LIMITS.worktrees) fail(`there are ${all.length} worktrees, the most this agent keeps: remove one first (worktree_remove). ${theWorktrees(all)}`);
   const bound = bindings(root);
   const taken = Object.keys(bound).find((other) => bound[other] === taskId);
   if (taskId !== undefined && taken) fail(`task ${taskId} has the worktree ${taken} already`);
-  await git(["worktree", "add", path.join(WORKTREES, name), "-b", `wt/${name}`], root);
+  await git(["worktree", "add", path.join(WORKTREES, name), "-b", `wt/${name}`], root, signal).catch(async (error: Error) => {
+    // Stopped half-way (Ctrl-C, the time limit, a failed hook): take back what git made, so nothing
+    // is left unlogged. Its branch is new: git refuses -b for a branch that exists.
+    if ((await listWorktrees(root)).some((w) => w.name === name)) await git(["worktree", "remove", "--force", path.join(WORKTREES, name)], root).then(() => git(["branch", "-D", `wt/${name}`], root)).catch(() => "");
+    throw error;
+  });
   logEvent(root, { event: "create", name, branch: `wt/${name}` });
   if (taskId !== undefined) writeBindings(folder, { ...bound, [name]: taskId });
   if (taskId !== undefined) logEvent(root, { event: "bind", name, task: taskId });
@@ -2711,15 +2715,17 @@ export async function createWorktree(root: string, name: string, taskId?: string
   return `Created the worktree ${name} at .agent/worktrees/${name}, on the new branch wt/${name}${task}. Set worktree: "${name}" on bash, read_file, write_file or edit_file to work in it.`;
 }
 
-export async function removeWorktree(root: string, name: string, options: { keepBranch?: boolean; force?: boolean } = {}): Promise<string> {
+export async function removeWorktree(root: string, name: string, options: { keepBranch?: boolean; force?: boolean; signal?: AbortSignal } = {}): Promise<string> {
   checkName(name);
   await checkRepository(root);
   const all = await listWorktrees(root);
   const worktree = all.find((w) => w.name === name) ?? fail(`there is no worktree ${JSON.stringify(name)}. ${theWorktrees(all)}`);
+  const busy = readBoard(root).find((task) => task.id === worktree.task && task.status === "in_progress"); // its teammate works in it
+  if (busy && !options.force) fail(`the worktree ${name} is task ${busy.id}'s, which ${busy.owner ?? "nobody"} has in_progress: removed, that work would go on in the main checkout. Remove it once the task is completed, or set force`);
   const changes = await uncommitted(worktree);
   const shown = `${changes.slice(0, 20).join("\n")}${changes.length > 20 ? `\n... and ${changes.length - 20} more` : ""}`;
   if (changes.length > 0 && !options.force) fail(`the worktree ${name} has uncommitted changes, so it was not removed:\n${shown}\nCommit them (bash with worktree "${name}"), or set force to throw them away`);
-  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root);
+  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root, options.signal);
   const said = [`Removed the worktree ${name}${changes.length > 0 ? `, throwing away its uncommitted changes:\n${shown}` : "."}`];
   // Only the branch this tool made: a worktree switched to another branch leaves that branch alone.
   if (worktree.branch === `wt/${name}` && !options.keepBranch) said.push(await deleteBranch(root, worktree.branch, options.force === true));
@@ -2759,10 +2765,7 @@ function worktreeRoot(name: string): string {
 function inWorktree<T>(params: Params, work: () => T): T {
   if (params.worktree === undefined) return work();
   const root = worktreeRoot(String(params.worktree));
-  // A teammate works in its own task's checkout (its root): another's is another teammate's work.
-  const mate = member();
-  const own = mate && realpathSync(workspace()); // worked out now, from its task (rootOf)
-  if (mate && root !== own) fail(`${mate.name} works in ${path.relative(realpathSync(mate.home), own!) || "the main checkout"}, where its task is: a teammate names no other worktree`);
+  if (member()) fail(`${member()!.name} works where its task is (a task's worktree is its root already): a teammate names no worktree`);
   return workingRoot.run(() => root, work);
 }
 
@@ -2820,11 +2823,12 @@ const worktreeCreateTool = defineTool({
     additionalProperties: false,
   },
   getDescription: (params) => `${params.name}${params.task_id === undefined ? "" : ` for task ${params.task_id}`}`,
+  // A name that will be refused is refused before the person is asked about it.
   shouldConfirmExecute: async (params) => ({
-    title: "Create this worktree?",
+    title: `Create the worktree ${checkName(String(params.name))}?`,
     details: `git worktree add .agent/worktrees/${params.name} -b wt/${params.name}${params.task_id === undefined ? "" : `\n(bound to task ${params.task_id})`}`,
   }),
-  execute: async (params) => said(await createWorktree(boardRoot(), String(params.name), params.task_id as string | undefined)),
+  execute: async (params, signal) => said(await createWorktree(boardRoot(), String(params.name), params.task_id as string | undefined, signal)),
 });
 
 const worktreeListTool = defineTool({
@@ -2868,10 +2872,10 @@ const worktreeRemoveTool = defineTool({
   },
   getDescription: (params) => `${params.name}${params.force === true ? " (force)" : ""}${params.keep_branch === true ? " (keep the branch)" : ""}`,
   shouldConfirmExecute: async (params) => ({
-    title: `Remove the worktree ${params.name}?`,
+    title: `Remove the worktree ${checkName(String(params.name))}?`,
     details: `git worktree remove${params.force === true ? " --force" : ""} .agent/worktrees/${params.name}${params.keep_branch === true ? "" : `\ngit branch -D wt/${params.name}${params.force === true ? "" : " (only if merged)"}`}`,
   }),
-  execute: async (params) => said(await removeWorktree(boardRoot(), String(params.name), { keepBranch: params.keep_branch === true, force: params.force === true })),
+  execute: async (params, signal) => said(await removeWorktree(boardRoot(), String(params.name), { keepBranch: params.keep_branch === true, force: params.force === true, signal })),
 });
 // #endregion worktree-tools
 
@@ -3884,7 +3888,7 @@ function subjectsOf(tool: string, params: Params, careful: boolean): string[][] 
   try {
     if (tool === "bash") return careful ? [...(plainCommands(String(params.command)) ?? []), ...roughCommands(String(params.command))] : plainCommands(String(params.command));
     // s20: with `worktree`, the path as the sandbox resolves it inside that worktree (its links, not the main checkout's).
-    if (PATH_TOOLS.has(tool)) return [[inWorktree(params, () => path.relative(realpathSync(workspace()), safePath(String(params.path ?? ".")))).split(path.sep).join("/")]];
+    if (PATH_TOOLS.has(tool)) return [[inWorktree(params, () => path.relative(rootFor(String(params.path ?? ".")), safePath(String(params.path ?? ".")))).split(path.sep).join("/")]];
     if (tool === "web_fetch") return [[new URL(String(params.url)).hostname.toLowerCase().replace(/\.$/, "")]];
   } catch {
     return undefined; // a path the sandbox refuses, a URL that is none: the tool refuses it anyway
@@ -4010,11 +4014,9 @@ export function withTurnHooks(loop: (messages: MessageParam[]) => Promise<void>)
 // #endregion hooks
 
 // #region run-tool
-// s06's nine steps, with what later stages put in them: a large result kept in a file (s07),
-// content with images from outside tools (s08), the todo reminder (s09), a subagent's lines
-// shown under its label (s10), no second line for a call the stream showed (s13), the person's
-// rules and hooks at steps 6 and 8 (s17), for a subagent's and a teammate's calls as for the
-// parent's, and a teammate's tools, replies and foreground commands (s19).
+// s06's nine steps, with what later stages put in them: a large result in a file (s07), images
+// (s08), the todo reminder (s09), a subagent's lines under its label (s10), no second line for a
+// streamed call (s13), rules and hooks for every agent's calls (s17), a teammate's limits (s19).
 /**
  * The calls of one reply. Calls that only read, side by side, run at the same time: reading
  * cannot conflict. Edits and commands run one at a time, in order, since each may depend on
@@ -4629,11 +4631,9 @@ const client: ModelClient = {
       // s19: a teammate's request offers its tools only, and its stop signal (Ctrl-C, a reset) ends it.
       const tools = mate ? request.tools?.filter((tool) => isTeammateTool((tool as { name: string }).name)) : request.tools;
       const sent = withBreakpoints({ ...request, tools, messages: contextFor(conversation, messages) });
-      // s13: the parent's reply streams to the screen. A subagent's comes whole: its lines are
-      // shown labelled (show), up to four run at once, and Ctrl-C ends its call through `options`.
-      // s15: with PROVIDER=openai every reply comes whole, the parent's too: the adapter has no
-      // stream (`showText` shows the parent's text when the reply is in, as before s13). A teammate's
-      // comes whole too (s19): several work at once, and `showText` shows its text under its name.
+      // s13: the parent's reply streams to the screen. A subagent's and a teammate's (s19) come whole:
+      // several run at once, their lines shown labelled; Ctrl-C ends them (`options`, their signal).
+      // s15: with PROVIDER=openai every reply comes whole (no stream; `showText` shows the text).
       const streamed = !child && !mate && PROVIDER !== "openai";
       const response = streamed ? await streamReply(sent) : await provider.messages.create(sent, mate ? { signal: mate.stop.signal } : options);
       addUsage(response.usage); // s14: the session's tally and the turn's

@@ -109,7 +109,7 @@ export default defineExercise({
       name: "always --force: uncommitted work is thrown away without a word",
       change: [
         ["  if (changes.length > 0 && !options.force) fail(", "  if (false) fail("],
-        ['  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root);', '  await git(["worktree", "remove", "--force", path.join(WORKTREES, name)], root);'],
+        ['  await git(["worktree", "remove", ...(options.force ? ["--force"] : []), path.join(WORKTREES, name)], root, options.signal);', '  await git(["worktree", "remove", "--force", path.join(WORKTREES, name)], root, options.signal);'],
       ],
       fails: "uncommitted",
     },

@@ -1661,6 +1661,12 @@ describe("the capstone's worktrees: a checkout per task, the core tools inside o
     // A link in the worktree alone: docs/key.txt is secrets/key.txt there, and the deny rule holds.
     symlinkSync("secrets", path.join(wt("a"), "docs"));
     expect(await run("read_file", { path: "docs/key.txt", worktree: "a" })).toMatch(/^Error! Not run: the rule deny read_file\(secrets\/\*\*\)/);
+    // A saved result is the main workspace's from a worktree too (safePath), and the rules see the same path.
+    mkdirSync(path.join(workspace.dir, ".agent", "tool-results"), { recursive: true });
+    writeFileSync(path.join(workspace.dir, ".agent", "tool-results", "x.txt"), "saved\n");
+    expect(await run("read_file", { path: ".agent/tool-results/x.txt", worktree: "a" })).toBe("     1\tsaved");
+    await settings({ allow: ["bash"], deny: ["read_file(.agent/**)"] });
+    expect(await run("read_file", { path: ".agent/tool-results/x.txt", worktree: "a" })).toMatch(/^Error! Not run: the rule deny read_file\(\.agent\/\*\*\)/);
   });
 
   it("a teammate whose task has a worktree works in it; its large results, memory and skills stay the main workspace's, so the worktree is removed without force", async () => {
@@ -1704,16 +1710,19 @@ describe("the capstone's worktrees: a checkout per task, the core tools inside o
     const readBack = (alices[3].messages.at(-1)!.content as ToolResultBlockParam[])[0];
     expect(readBack.is_error, resultText(readBack)).toBeFalsy();
     expect(resultText(readBack)).toMatch(/\b19999\b[^]*\b20000\b/);
-    // Its own worktree by name is fine; another's is refused: a teammate works where its task is.
-    const [own, other] = (alices[3].messages.at(-1)!.content as ToolResultBlockParam[]).slice(1);
-    expect(resultText(own)).toContain("hello");
-    expect(other.is_error).toBe(true);
-    expect(resultText(other)).toBe("Error: alice works in .agent/worktrees/w, where its task is: a teammate names no other worktree");
+    // A teammate names no worktree, its own or another's: it works where its task is already.
+    for (const named of (alices[3].messages.at(-1)!.content as ToolResultBlockParam[]).slice(1)) {
+      expect(named.is_error).toBe(true);
+      expect(resultText(named)).toBe("Error: alice works where its task is (a task's worktree is its root already): a teammate names no worktree");
+    }
     expect(readFileSync(path.join(workspace.dir, ".agent/MEMORY.md"), "utf8")).toContain("- Notes go in done.txt.");
     expect(existsSync(path.join(wt("w"), ".agent"))).toBe(false);
     expect(gitIn(wt("w"), "status", "--porcelain")).toBe("?? done.txt");
     gitIn(wt("w"), "add", "-A");
     gitIn(wt("w"), "commit", "-q", "-m", "alice's work");
+    // Task 1 is still alice's, in progress: removed, her next call would land in the main checkout.
+    expect(await run("worktree_remove", { name: "w" })).toMatch(/^Error! Error: the worktree w is task 1's, which alice has in_progress: removed, that work would go on in the main checkout/);
+    expect(await run("task_update", { task_id: "1", status: "completed" })).not.toMatch(/^Error!/);
     expect(await run("worktree_remove", { name: "w" })).toMatch(/^Removed the worktree w\./);
   });
 });

@@ -101,6 +101,32 @@ describe.each(stageFiles().map((file) => [stageId(file), file]))("%s as a progra
 describe("the offline demo, as a learner starts it", () => {
   const workspace = useWorkspace();
 
+  it("s20's demo, which needs git, on a machine without it: one line saying so, no stack trace", async () => {
+    vi.stubEnv("TMPDIR", workspace.dir);
+    vi.stubEnv("PATH", path.join(workspace.dir, "no-programs-here"));
+    try {
+      const { code, output } = await runMain(stageFile("s20"));
+      expect(code, output).toBe(1);
+      expect(output.trim().split("\n").at(-1)).toBe("[error] This demo starts in a git repository, and git is not installed (or not on PATH): install it, then run the demo again");
+      expect(output).not.toMatch(/\n\s+at /);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it("s20's demo when git itself fails: git's own words, in one line", async () => {
+    writeFileSync(path.join(workspace.dir, "a-file"), "");
+    vi.stubEnv("TMPDIR", workspace.dir);
+    vi.stubEnv("GIT_DIR", path.join(workspace.dir, "a-file", "repo")); // a repository inside a file: git init refuses
+    try {
+      const { code, output } = await runMain(stageFile("s20"));
+      expect(code, output).toBe(1);
+      expect(output.trim().split("\n").at(-1)).toMatch(/^\[error\] This demo starts in a git repository, and git init failed: fatal: .*Not a directory$/);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it("npx tsx agents/s02_tool_use.ts in an empty folder: the real tools ran, nothing was written there, no stack trace", async () => {
     const home = path.join(workspace.dir, "home");
     mkdirSync(home);

@@ -78,6 +78,8 @@ describe("s20 worktree_create, worktree_list, worktree_remove", () => {
     expect(readFileSync(path.join(wt(ws.dir, "greet"), "hello.txt"), "utf8")).toBe("hello\n");
     expect(gitIn(ws.dir, "worktree", "list")).toContain(wt(ws.dir, "greet"));
     expect(JSON.parse(readFileSync(path.join(ws.dir, ".agent/worktrees/bindings.json"), "utf8"))).toEqual({ greet: "1" });
+    // The main checkout's `git add -A` leaves the worktrees out: they are checkouts, not the project's files.
+    expect(gitIn(ws.dir, "status", "--porcelain", "--untracked-files=all")).not.toContain(".agent/worktrees");
     expect(events(ws.dir)).toEqual([
       { time: expect.stringMatching(/^\d{4}-/), event: "create", name: "greet", branch: "wt/greet" },
       { time: expect.stringMatching(/^\d{4}-/), event: "bind", name: "greet", task: "1" },
@@ -85,7 +87,11 @@ describe("s20 worktree_create, worktree_list, worktree_remove", () => {
     // The task must be on the board, bound once; a name once.
     expect(await run("worktree_create", { name: "other", task_id: "7" })).toBe('Error! Error: there is no task "7". The tasks: 1.');
     expect(await run("worktree_create", { name: "again", task_id: "1" })).toBe("Error! Error: task 1 has the worktree greet already");
-    expect(await run("worktree_create", { name: "greet" })).toBe("Error! Error: a worktree named greet exists already. The worktrees: greet.");
+    expect(await run("worktree_create", { name: "greet" })).toBe("Error! Error: the name greet is taken: a worktree or a folder in .agent/worktrees/ has it (in some letter case). The worktrees: greet.");
+    // Greet and greet are one folder on some disks; a plain folder there is no worktree, but its name is taken too.
+    expect(await run("worktree_create", { name: "Greet" })).toMatch(/^Error! Error: the name Greet is taken/);
+    mkdirSync(wt(ws.dir, "plain"));
+    expect(await run("worktree_create", { name: "plain" })).toMatch(/^Error! Error: the name plain is taken: a worktree or a folder in \.agent\/worktrees\/ has it/);
     expect(branches(ws.dir)).toEqual(["main", "wt/greet"]);
     expect(events(ws.dir)).toHaveLength(2);
   });
@@ -147,6 +153,17 @@ describe("s20 worktree_create, worktree_list, worktree_remove", () => {
       const started = Date.now();
       expect(await run("worktree_create", { name: "b" })).toMatch(/^Error! Error: git worktree add \.agent\/worktrees\/b -b wt\/b: timed out after 0\.2s; the command and everything it started were ended/);
       expect(Date.now() - started).toBeLessThan(3000);
+      // Ctrl-C ends git the same way, through the tool's signal.
+      stage.WORKTREE_LIMITS.gitTimeoutMs = limit;
+      const ctrlC = new AbortController();
+      setTimeout(() => ctrlC.abort(), 200);
+      const create = stage.registry.getTool("worktree_create")!;
+      await expect(create.execute({ name: "c" }, ctrlC.signal)).rejects.toThrow(/^git worktree add \.agent\/worktrees\/c -b wt\/c: cancelled by the user/);
+      expect(Date.now() - started).toBeLessThan(6000);
+      // What git had made when it was stopped is taken back: no worktree, no branch, nothing in the log but a's create.
+      expect(gitIn(ws.dir, "worktree", "list")).not.toMatch(/worktrees\/[bc]\b/);
+      expect(branches(ws.dir)).toEqual(["main", "wt/a"]);
+      expect(events(ws.dir).map((e) => `${e.event} ${e.name}`)).toEqual(["create a"]);
     } finally {
       stage.WORKTREE_LIMITS.gitTimeoutMs = limit;
       if (key === undefined) delete process.env.ANTHROPIC_API_KEY;
@@ -205,6 +222,30 @@ describe("s20 worktree_create, worktree_list, worktree_remove", () => {
     expect(events(ws.dir).filter((e) => e.event === "remove").map((e) => [e.name, e.task])).toEqual([["a", "1"], ["b", undefined], ["c", undefined], ["d", undefined]]);
   });
 
+  it("worktree_remove refuses the worktree of a task in progress, unless force: its teammate's next call would land in the main checkout", async () => {
+    await task("one");
+    await run("worktree_create", { name: "a", task_id: "1" });
+    await team.updateTask(ws.dir, "1", "alice", { status: "in_progress", owner: "alice" }); // as alice's task_update does
+    expect(await run("worktree_remove", { name: "a" })).toBe(
+      "Error! Error: the worktree a is task 1's, which alice has in_progress: removed, that work would go on in the main checkout. Remove it once the task is completed, or set force",
+    );
+    expect(existsSync(wt(ws.dir, "a"))).toBe(true);
+    expect(await run("worktree_remove", { name: "a", force: true })).toMatch(/^Removed the worktree a\./);
+  });
+
+  it("a machine without git: the error says git could not be run", async () => {
+    const programs = path.join(ws.dir, "only-bash");
+    mkdirSync(programs);
+    symlinkSync(execFileSync("bash", ["-c", "command -v bash"], { encoding: "utf8" }).trim(), path.join(programs, "bash"));
+    const saved = process.env.PATH;
+    process.env.PATH = programs;
+    try {
+      expect(await run("worktree_create", { name: "a" })).toMatch(/^Error! Error: git could not be run: is it installed, and on PATH\?\ngit rev-parse .*exit code 127/);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
   it("the log stays bounded: past logBytes it starts again, keeping one older file", async () => {
     const most = stage.WORKTREE_LIMITS.logBytes;
     stage.WORKTREE_LIMITS.logBytes = 150;
@@ -238,6 +279,20 @@ describe("s20 the core tools with worktree", () => {
     expect([inA, inMain]).toEqual(["hello from a\n", "hello\n"]);
   });
 
+  it("a worktree's folder that is a link to a repository outside the workspace is refused: nothing runs or is written there", async () => {
+    const outside = realpathSync(mkdtempSync(path.join(os.tmpdir(), "workbook-outside-")));
+    try {
+      makeRepo(outside);
+      symlinkSync(outside, wt(ws.dir, "evil"));
+      for (const [tool, input] of [["write_file", { path: "x.md", content: "x" }], ["bash", { command: "touch y" }], ["read_file", { path: "hello.txt" }]] as const) {
+        expect(await run(tool, { ...input, worktree: "evil" }), tool).toMatch(/^Error! Error: \.agent\/worktrees\/evil leads outside the workspace \(.*\) through a symlink/);
+      }
+      expect(readdirSync(outside).sort()).toEqual([".git", "hello.txt"]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it("an unknown worktree is refused, naming the ones there are; inside one, ../ out of it is refused as the sandbox does", async () => {
     expect(await run("write_file", { path: "x.md", content: "x", worktree: "nope" })).toBe('Error! Error: there is no worktree "nope". The worktrees: a.');
     expect(await run("bash", { command: "touch x", worktree: "../.." })).toBe('Error! Error: there is no worktree "../..". The worktrees: a.');
@@ -262,6 +317,17 @@ describe("s20 the core tools with worktree", () => {
     }
     expect(printed.join("\n")).toContain("Create notes.md?   (in worktree a)");
     expect(printed.join("\n")).toContain("> WriteFile notes.md   (in worktree a)");
+    // A name that will be refused is refused before the person is asked about it.
+    printed.length = 0;
+    console.log = (...args: unknown[]) => void printed.push(args.join(" "));
+    try {
+      useTerminal(scriptedTerminal(["y", "y"], screen as unknown as NodeJS.WriteStream));
+      expect(await run("worktree_create", { name: "../x" })).toMatch(/^Error! Error: "\.\.\/x" cannot be a worktree's name/);
+      expect(await run("worktree_remove", { name: "-f" })).toMatch(/^Error! Error: "-f" cannot be a worktree's name/);
+    } finally {
+      console.log = log;
+    }
+    expect(printed.join("\n")).not.toMatch(/(Create|Remove) the worktree/);
   });
 });
 

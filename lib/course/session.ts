@@ -69,13 +69,20 @@ export function seedWorkspace(workspace: string, scenario: Scenario): void {
  * author is fixed and no user or system configuration is read, so the replay is the same anywhere.
  */
 function commitAll(workspace: string): void {
-  const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "commit.gpgsign=false", ...args], {
-      cwd: workspace,
-      stdio: "ignore",
-      timeout: 30_000,
-      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z" },
-    });
+  const git = (...args: string[]) => {
+    try {
+      execFileSync("git", ["-c", "commit.gpgsign=false", ...args], {
+        cwd: workspace,
+        stdio: ["ignore", "ignore", "pipe"],
+        timeout: 30_000,
+        env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z" },
+      });
+    } catch (error) {
+      const { code, stderr } = error as NodeJS.ErrnoException & { stderr?: Buffer };
+      const why = code === "ENOENT" ? "git is not installed (or not on PATH): install it, then run the demo again" : `git ${args[0]} failed: ${String(stderr ?? "").trim() || (error as Error).message}`;
+      throw new Error(`This demo starts in a git repository, and ${why}`);
+    }
+  };
   git("init", "--quiet", "--initial-branch=main");
   // An author for the commits the session's agents make, in the repository's own config, which its worktrees share.
   git("config", "user.name", "Workbook");

@@ -334,8 +334,9 @@ async function replayDemo(program: StageProgram, name: string | undefined): Prom
     onTurnEnd: () => console.log(),
     // A person watching sees a streamed reply (s13) arrive as a model writes it; a pipe gets it at once.
     streamPauseMs: process.stdout.isTTY ? 20 : 0,
-  });
+  }).catch((error: Error) => void console.log(`[error] ${error.message}`)); // a demo that cannot start (s20's without git): one line, no stack
   useTerminal(nobody);
+  if (!session) return 1;
   if (session.problems.length > 0) {
     console.log(`The session did not match the recording:\n- ${session.problems.join("\n- ")}`);
     return 1;
